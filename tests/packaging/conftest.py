@@ -36,6 +36,12 @@ def oracle() -> Callable[[Path], list[str]]:
     return validate
 
 
+@pytest.fixture(scope="session")
+def oracle_module() -> ModuleType:
+    """The skills_ref package itself (``read_properties`` etc.)."""
+    return load_oracle()
+
+
 SkillMaker = Callable[..., Path]
 
 
