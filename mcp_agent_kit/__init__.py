@@ -1,0 +1,42 @@
+"""mcp-agent-kit: MCP 2026-07-28 (and handshake-era) servers with the standard library only.
+
+The public API is re-exported here lazily, so `import mcp_agent_kit` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Server": "mcp_agent_kit.server",
+    "Context": "mcp_agent_kit.core.context",
+    "ToolResult": "mcp_agent_kit.core.content",
+    "ToolError": "mcp_agent_kit.core.content",
+    "ResourceNotFound": "mcp_agent_kit.core.registry",
+    "RpcError": "mcp_agent_kit.wire.jsonrpc",
+    "content": "mcp_agent_kit.core.content",
+}
+
+__all__ = ["Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content"]
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core import content
+    from mcp_agent_kit.core.content import ToolError, ToolResult
+    from mcp_agent_kit.core.context import Context
+    from mcp_agent_kit.core.registry import ResourceNotFound
+    from mcp_agent_kit.server import Server
+    from mcp_agent_kit.wire.jsonrpc import RpcError
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'mcp_agent_kit' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name)
+    value = module if name == "content" else getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,229 @@
+"""context: what a running handler can do — report progress, log, ask the user or the model.
+
+A Context is built per request by the dispatcher. Asking for input goes through a broker
+chosen by era: the modern broker replays the handler and ends the round with an
+InputRequiredResult (MRTR); the legacy broker sends a server→client request through the
+transport's outbox and waits. Rules: no sockets, no JSON encoding; the same tool code
+works in both eras.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcp_agent_kit.core.content import ToolError
+from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.wire.jsonrpc import RpcError
+
+Notify = Callable[[dict[str, Any]], None]
+
+
+class InputRequired(Exception):
+    """Control flow: the handler needs answers the client has not given yet (modern era)."""
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__("input required")
+        self.requests = requests
+
+
+class InputBroker(Protocol):
+    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]: ...
+
+
+def required_capability(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The ClientCapabilities fragment an input request needs, or None for an unknown kind."""
+    method = request.get("method")
+    name = mcp.INPUT_CAPABILITY.get(str(method))
+    if name is None:
+        return None
+    params = request.get("params") or {}
+    if method == "elicitation/create" and params.get("mode", "form") == "url":
+        return {"elicitation": {"url": {}}}
+    if method == "sampling/createMessage" and params.get("tools"):
+        return {"sampling": {"tools": {}}}
+    return {name: {}}
+
+
+def capability_declared(declared: dict[str, Any], needed: dict[str, Any]) -> bool:
+    """True when every capability (and sub-capability) in `needed` is declared."""
+    for name, sub in needed.items():
+        have = declared.get(name)
+        if not isinstance(have, dict):
+            return False
+        if name == "elicitation" and not have and "url" not in sub:
+            continue  # `elicitation: {}` means form mode
+        for key in sub:
+            if key not in have:
+                return False
+    return True
+
+
+def _check_requests(requests: dict[str, dict[str, Any]], declared: dict[str, Any]) -> dict[str, Any] | None:
+    for request in requests.values():
+        needed = required_capability(request)
+        if needed is None:
+            raise ValueError(f"unsupported input request method {request.get('method')!r}")
+        if not capability_declared(declared, needed):
+            return needed
+    return None
+
+
+class ReplayBroker:
+    """Modern era: answer from the responses collected so far, else end the round."""
+
+    def __init__(self, declared: dict[str, Any], answers: dict[str, Any]) -> None:
+        self.declared = declared
+        self.answers = answers
+
+    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        needed = _check_requests(requests, self.declared)
+        if needed is not None:
+            raise RpcError(mcp.MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": needed})
+        missing = {key: request for key, request in requests.items() if key not in self.answers}
+        if missing:
+            raise InputRequired(missing)
+        return {key: self.answers[key] for key in requests}
+
+
+class OutboxRequester(Protocol):
+    def __call__(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class LegacyBroker:
+    """Handshake era: send each request to the client and wait for its reply."""
+
+    def __init__(self, declared: dict[str, Any], send: OutboxRequester | None) -> None:
+        self.declared = declared
+        self.send = send
+
+    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        needed = _check_requests(requests, self.declared)
+        if needed is not None or self.send is None:
+            what = ", ".join(needed or {"server-to-client requests": None})
+            raise ToolError(f"this client did not declare the {what} capability this tool needs")
+        return {key: self.send(str(req["method"]), dict(req.get("params") or {})) for key, req in requests.items()}
+
+
+class Context:
+    """Per-request facilities for handlers. Declare a parameter of type Context to receive it."""
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        request_id: Any,
+        era: str,
+        version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        notify: Notify,
+        broker: InputBroker,
+        progress_token: Any = None,
+        log_level: str | None = None,
+        principal: str | None = None,
+        cancel_event: threading.Event | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        self.method = method
+        self.request_id = request_id
+        self.era = era
+        self.protocol_version = version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.progress_token = progress_token
+        self.principal = principal
+        self.cancel_event = cancel_event or threading.Event()
+        self.state: dict[str, Any] = state if state is not None else {}
+        self._notify = notify
+        self._broker = broker
+        self._log_rank = mcp.LOG_LEVEL_RANK[log_level] if log_level else None
+        self._last_progress: float | None = None
+        self._counters: dict[str, int] = {}
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    # ---- notifications --------------------------------------------------------------------
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send notifications/progress if the client asked for it; values must increase."""
+        if self.progress_token is None or (self._last_progress is not None and progress <= self._last_progress):
+            return
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send notifications/message when the client opted in at this level."""
+        rank = mcp.LOG_LEVEL_RANK.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}")
+        if self._log_rank is None or rank < self._log_rank:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        self._notify({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+
+    # ---- input from the client ----------------------------------------------------------------
+    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Ask several things at once: {key: {"method": ..., "params": {...}}} -> {key: response}."""
+        return self._broker.ask(requests)
+
+    def _key(self, kind: str, key: str | None) -> str:
+        if key is not None:
+            return key
+        count = self._counters.get(kind, 0) + 1
+        self._counters[kind] = count
+        return f"{kind}_{count}"
+
+    def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        url: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the user (form mode, or URL mode when url is given); returns the ElicitResult."""
+        params: dict[str, Any] = {"message": message}
+        if url is not None:
+            params.update(mode="url", url=url)
+        else:
+            params.update(mode="form", requestedSchema=requested_schema or {"type": "object", "properties": {}})
+        name = self._key("elicitation", key)
+        answer: dict[str, Any] = self.ask({name: {"method": "elicitation/create", "params": params}})[name]
+        return answer
+
+    def sample(
+        self, messages: list[dict[str, Any]] | str, max_tokens: int = 256, *, key: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """Ask the client's model; returns the CreateMessageResult."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params = {"messages": messages, "maxTokens": max_tokens, **extra}
+        name = self._key("sampling", key)
+        answer: dict[str, Any] = self.ask({name: {"method": "sampling/createMessage", "params": params}})[name]
+        return answer
+
+    def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        name = self._key("roots", key)
+        answer = self.ask({name: {"method": "roots/list", "params": {}}})[name]
+        roots = answer.get("roots", []) if isinstance(answer, dict) else []
+        return list(roots)
+
+    async def aask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.ask, requests)
+
+    async def aelicit(self, message: str, requested_schema: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.elicit, message, requested_schema, **kw)
+
+    async def asample(self, messages: list[dict[str, Any]] | str, max_tokens: int = 256, **kw: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sample, messages, max_tokens, **kw)

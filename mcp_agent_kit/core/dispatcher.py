@@ -1,0 +1,248 @@
+"""dispatcher: turns one parsed JSON-RPC message into at most one reply, for both eras.
+
+It fixes a connection's era, walks the modern envelope ladder (digest §1), finds the handler
+in the method table, and shapes the result for the era. Rules: it knows no sockets, threads
+or encodings; transports give it a Connection (per stdio stream or HTTP session), an Outbox
+(notifications and legacy server→client requests) and a cancel flag, and optional header
+checks (HTTP) at the two ladder steps that need them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp_agent_kit.core import methods
+from mcp_agent_kit.core.registry import Registry
+from mcp_agent_kit.wire import jsonrpc, mcp
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+
+log = logging.getLogger("mcp_agent_kit")
+
+MODERN = "modern"
+LEGACY = "legacy"
+
+
+class Outbox(Protocol):
+    """What a transport offers a running request."""
+
+    def notify(self, message: dict[str, Any]) -> None: ...
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a server→client request (legacy era only) and wait for its result."""
+        ...
+
+
+class NullOutbox:
+    """An outbox for callers with no peer to talk back to (tests, HTTP JSON replies)."""
+
+    def notify(self, message: dict[str, Any]) -> None:
+        return None
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RpcError(INTERNAL_ERROR, "this transport cannot send requests to the client")
+
+
+@dataclass
+class Connection:
+    """Era and handshake state of one stdio stream or one legacy HTTP session."""
+
+    era: str | None = None
+    version: str = mcp.LATEST_LEGACY
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    initialized: bool = False
+    can_request: bool = True
+    principal: str | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    inflight: dict[Any, threading.Event] = field(default_factory=dict)
+
+    def cancel(self, request_id: Any) -> None:
+        event = self.inflight.get(request_id)
+        if event is not None:
+            event.set()
+
+
+HeaderCheck = Callable[[str, dict[str, Any]], None]
+"""check(stage, message): stage "envelope" (ladder step 4) or "params" (step 8); raises RpcError."""
+
+
+def _meta_of(params: Any) -> dict[str, Any] | None:
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            return meta
+    return None
+
+
+def is_enveloped(message: dict[str, Any]) -> bool:
+    meta = _meta_of(message.get("params"))
+    return meta is not None and mcp.META_PROTOCOL_VERSION in meta
+
+
+class Dispatcher:
+    """One per server: serves every connection and transport."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.features: set[str] = set()  # optional abilities a transport adds, e.g. "listen"
+
+    # ---- entry points -------------------------------------------------------------------------
+    def handle(
+        self,
+        message: dict[str, Any],
+        conn: Connection,
+        out: Outbox | None = None,
+        cancel: threading.Event | None = None,
+        check: HeaderCheck | None = None,
+    ) -> dict[str, Any] | None:
+        """The reply to a request, or None for a notification or a cancelled request."""
+        if "id" not in message:
+            self.notification(message, conn)
+            return None
+        id_ = message["id"]
+        try:
+            result = self.result(message, conn, out or NullOutbox(), cancel, check)
+        except RpcError as exc:
+            return jsonrpc.error_reply(id_, exc.code, exc.message, exc.data)
+        except Exception:
+            log.exception("internal error while handling %s", message.get("method"))
+            return jsonrpc.error_reply(id_, INTERNAL_ERROR, "Internal error")
+        if cancel is not None and cancel.is_set():
+            return None
+        return jsonrpc.result_reply(id_, result)
+
+    def notification(self, message: dict[str, Any], conn: Connection) -> None:
+        handler = methods.NOTIFICATIONS.get(message["method"])
+        if handler is not None:
+            handler(conn, message.get("params") or {})
+
+    def fix_era(self, message: dict[str, Any], conn: Connection) -> str:
+        """The era of a connection: fixed by its first request (digest §8)."""
+        if conn.era is None:
+            modern = message["method"] != "initialize" and is_enveloped(message)
+            conn.era = MODERN if modern else LEGACY
+        return conn.era
+
+    def result(
+        self,
+        message: dict[str, Any],
+        conn: Connection,
+        out: Outbox,
+        cancel: threading.Event | None,
+        check: HeaderCheck | None,
+    ) -> dict[str, Any]:
+        era = self.fix_era(message, conn)
+        if era == MODERN:
+            return self._modern(message, conn, out, cancel, check)
+        return self._legacy(message, conn, out, cancel)
+
+    # ---- eras ------------------------------------------------------------------------------
+    def _modern(
+        self,
+        message: dict[str, Any],
+        conn: Connection,
+        out: Outbox,
+        cancel: threading.Event | None,
+        check: HeaderCheck | None,
+    ) -> dict[str, Any]:
+        method = message["method"]
+        params = message.get("params")
+        if method == "initialize" and not is_enveloped(message):
+            requested = params.get("protocolVersion") if isinstance(params, dict) else None
+            raise RpcError(mcp.UNSUPPORTED_VERSION, "Unsupported protocol version", mcp.unsupported_version_data(requested))
+        meta = _meta_of(params)
+        if meta is None:
+            raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
+        for key, kind in ((mcp.META_PROTOCOL_VERSION, str), (mcp.META_CLIENT_CAPABILITIES, dict)):
+            if key not in meta:
+                raise RpcError(INVALID_PARAMS, f'Invalid params: _meta is missing "{key}"')
+            if not isinstance(meta[key], kind):
+                raise RpcError(INVALID_PARAMS, f'Invalid params: _meta "{key}" must be a {kind.__name__}')
+        if check is not None:
+            check("envelope", message)
+        version = meta[mcp.META_PROTOCOL_VERSION]
+        if version not in mcp.MODERN_VERSIONS:
+            raise RpcError(mcp.UNSUPPORTED_VERSION, "Unsupported protocol version", mcp.unsupported_version_data(version))
+        entry = methods.METHODS.get(method)
+        if entry is None or MODERN not in entry.eras or not self._offers(entry.needs):
+            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        declared: dict[str, Any] = meta[mcp.META_CLIENT_CAPABILITIES]
+        if entry.client_needs is not None:
+            from mcp_agent_kit.core.context import capability_declared
+
+            if not capability_declared(declared, entry.client_needs):
+                raise RpcError(
+                    mcp.MISSING_CAPABILITY,
+                    "Missing required client capability",
+                    {"requiredCapabilities": entry.client_needs},
+                )
+        if check is not None:
+            check("params", message)
+        level = meta.get(mcp.META_LOG_LEVEL)
+        if level is not None and level not in mcp.LOG_LEVEL_RANK:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+        client_info = meta.get(mcp.META_CLIENT_INFO)
+        call = methods.Call(
+            self, conn, method, message["id"], params if isinstance(params, dict) else {},
+            MODERN, version, declared, client_info if isinstance(client_info, dict) else None,
+            out, cancel, level, meta.get("progressToken"),
+        )
+        result = entry.fn(call)
+        return self.shape_modern(method, result)
+
+    def _legacy(
+        self, message: dict[str, Any], conn: Connection, out: Outbox, cancel: threading.Event | None
+    ) -> dict[str, Any]:
+        method = message["method"]
+        if is_enveloped(message):
+            raise RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: this connection uses the initialize handshake")
+        entry = methods.METHODS.get(method)
+        if entry is None or LEGACY not in entry.eras or not self._offers(entry.needs):
+            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        params = message.get("params") or {}
+        meta = _meta_of(params) or {}
+        call = methods.Call(
+            self, conn, method, message["id"], params, LEGACY, conn.version,
+            conn.client_capabilities, conn.client_info, out if conn.can_request else None,
+            cancel, conn.log_level or "debug", meta.get("progressToken"),
+        )
+        result = entry.fn(call)
+        return mcp.shape_legacy_result(result, conn.version)
+
+    # ---- shaping -----------------------------------------------------------------------------
+    def shape_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        result.setdefault("resultType", "complete")
+        meta = result.get("_meta")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        meta[mcp.META_SERVER_INFO] = self.registry.server_info()
+        result["_meta"] = meta
+        if method in mcp.CACHEABLE_METHODS and result["resultType"] == "complete":
+            result.setdefault("ttlMs", self.registry.cache_ttl_ms)
+            result.setdefault("cacheScope", self.registry.cache_scope)
+        return result
+
+    # ---- capabilities ---------------------------------------------------------------------------
+    def _offers(self, need: str | None) -> bool:
+        return need is None or need in self.capabilities(MODERN)
+
+    def capabilities(self, era: str) -> dict[str, Any]:
+        """ServerCapabilities, derived from what is registered right now."""
+        registry = self.registry
+        listen = "listen" in self.features
+        caps: dict[str, Any] = {"logging": {}}
+        if registry.has("tools"):
+            caps["tools"] = {"listChanged": listen or era == LEGACY}
+        if registry.has("resources") or registry.has("resourceTemplates"):
+            caps["resources"] = {"subscribe": listen or era == LEGACY, "listChanged": listen or era == LEGACY}
+        if registry.has("prompts"):
+            caps["prompts"] = {"listChanged": listen or era == LEGACY}
+        if registry.has_completions or registry.has("prompts") or registry.has("resourceTemplates"):
+            caps["completions"] = {}
+        if "tasks" in self.features and era == MODERN:
+            caps["extensions"] = {mcp.TASKS_EXTENSION: {}}
+        return caps

@@ -1,0 +1,50 @@
+"""invoke: calls a user handler, sync or async, with its arguments and optional context.
+
+Async handlers run on one shared background event loop, started on first use, so sync
+callers (worker threads) can wait for them. Rules: knows nothing of MCP shapes or eras.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+from mcp_agent_kit.core.registry import Handler
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="mcp-agent-kit-async", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any], cancel: threading.Event | None = None) -> Any:
+    """Run coro on the background loop and wait for it; a set cancel event cancels it."""
+    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
+    if cancel is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=0.05)
+        except TimeoutError:
+            if cancel.is_set():
+                future.cancel()
+                raise
+
+
+def call(handler: Handler, arguments: dict[str, Any], context: Any, cancel: threading.Event | None = None) -> Any:
+    kwargs = dict(arguments)
+    if handler.context_arg:
+        kwargs[handler.context_arg] = context
+    if handler.is_async:
+        return run_coroutine(handler.fn(**kwargs), cancel)
+    return handler.fn(**kwargs)

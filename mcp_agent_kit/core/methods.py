@@ -1,0 +1,438 @@
+"""methods: one function per MCP method, and the method table the dispatcher reads.
+
+Each handler takes a Call (the request plus its era and connection) and returns a plain
+result dict; the dispatcher adds the era's envelope. Rules: no transport, no encoding; a
+protocol error is an RpcError, a tool failure is an `isError` result.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_agent_kit.core import content, invoke
+from mcp_agent_kit.core.context import Context, InputBroker, InputRequired, LegacyBroker, ReplayBroker
+from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
+from mcp_agent_kit.core.state import StateError, fingerprint, seal, unseal
+from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
+
+log = logging.getLogger("mcp_agent_kit")
+STATE_TTL_S = 600.0
+MODERN, LEGACY = "modern", "legacy"
+BOTH = frozenset({MODERN, LEGACY})
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it."""
+
+    dispatcher: Dispatcher
+    conn: Connection
+    method: str
+    id: Any
+    params: dict[str, Any]
+    era: str
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    out: Outbox | None
+    cancel: threading.Event | None
+    log_level: str | None
+    progress_token: Any
+
+    @property
+    def registry(self) -> Any:
+        return self.dispatcher.registry
+
+    def context(self, broker: InputBroker, state: dict[str, Any] | None = None) -> Context:
+        out = self.out
+        return Context(
+            method=self.method,
+            request_id=self.id,
+            era=self.era,
+            version=self.version,
+            client_capabilities=self.capabilities,
+            client_info=self.client_info,
+            notify=out.notify if out is not None else _drop,
+            broker=broker,
+            progress_token=self.progress_token,
+            log_level=self.log_level,
+            principal=self.conn.principal,
+            cancel_event=self.cancel,
+            state=state,
+        )
+
+
+def _drop(message: dict[str, Any]) -> None:
+    return None
+
+
+def _param(call: Call, name: str, kind: type, required: bool = True) -> Any:
+    value = call.params.get(name)
+    if value is None:
+        if required:
+            raise RpcError(INVALID_PARAMS, f'Invalid params: {call.method} needs "{name}"')
+        return None
+    if not isinstance(value, kind):
+        raise RpcError(INVALID_PARAMS, f'Invalid params: "{name}" must be a {_JSON_NAMES[kind]}')
+    return value
+
+
+_JSON_NAMES = {str: "string", dict: "object", list: "array", int: "integer"}
+
+
+# ---- lists and pagination -------------------------------------------------------------------
+def _cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _offset(kind: str, cursor: Any, total: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        got_kind, _, number = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode().partition(":")
+        offset = int(number)
+    except (ValueError, UnicodeError) as exc:
+        raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor") from exc
+    if got_kind != kind or not 0 <= offset <= total or not isinstance(cursor, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor")
+    return offset
+
+
+def _page(call: Call, kind: str) -> dict[str, Any]:
+    items = call.registry.listing(kind)
+    size = call.registry.page_size
+    start = _offset(kind, call.params.get("cursor"), len(items))
+    result: dict[str, Any] = {kind: [item.wire for item in items[start : start + size]]}
+    if start + size < len(items):
+        result["nextCursor"] = _cursor(kind, start + size)
+    return result
+
+
+def tools_list(call: Call) -> dict[str, Any]:
+    return _page(call, "tools")
+
+
+def resources_list(call: Call) -> dict[str, Any]:
+    return _page(call, "resources")
+
+
+def templates_list(call: Call) -> dict[str, Any]:
+    return _page(call, "resourceTemplates")
+
+
+def prompts_list(call: Call) -> dict[str, Any]:
+    return _page(call, "prompts")
+
+
+# ---- running handlers that may ask for input ---------------------------------------------------
+def _run_with_input(call: Call, target: str, arguments: dict[str, Any], run: Callable[[Context], Any]) -> Any:
+    """Run a handler; in the modern era an InputRequired ends the round with a sealed state."""
+    registry = call.registry
+    if call.era == LEGACY:
+        broker = LegacyBroker(call.capabilities, call.out.request if call.out is not None else None)
+        return run(call.context(broker))
+    binding = {"m": call.method, "t": target, "h": fingerprint(arguments), "p": call.conn.principal}
+    answers: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+    token = call.params.get("requestState")
+    responses = call.params.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise RpcError(INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
+    if token is not None:
+        try:
+            payload = unseal(registry.secret, token, binding)
+        except StateError as exc:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
+        answers.update(payload.get("r", {}))
+        state = payload.get("s", {})
+        asked = set(payload.get("q", ()))
+        answers.update({key: value for key, value in (responses or {}).items() if key in asked})
+    elif responses:
+        answers.update(responses)
+    context = call.context(ReplayBroker(call.capabilities, answers), state)
+    try:
+        return run(context)
+    except InputRequired as need:
+        sealed = {**binding, "r": answers, "q": sorted(need.requests), "s": context.state}
+        return _InputRequiredResult(
+            {
+                "resultType": "input_required",
+                "inputRequests": need.requests,
+                "requestState": seal(registry.secret, sealed, STATE_TTL_S),
+            }
+        )
+
+
+class _InputRequiredResult(dict[str, Any]):
+    """Marks a finished MRTR round so callers pass it through untouched."""
+
+
+# ---- tools ------------------------------------------------------------------------------
+def tools_call(call: Call) -> dict[str, Any]:
+    name = _param(call, "name", str)
+    arguments = call.params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    elif not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
+    tool = call.registry.get_tool(name)
+    if tool is None:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+    violations = tool.validator().validate(arguments)
+    if violations:
+        detail = "; ".join(v.message for v in violations)
+        return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
+    arguments = _coerce_integers(tool.input_schema, arguments)
+    return execute_tool(call, tool, arguments)
+
+
+def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run a validated tool call to its CallToolResult (or an InputRequiredResult)."""
+
+    def run(ctx: Context) -> Any:
+        return invoke.call(tool.handler, arguments, ctx, call.cancel)
+
+    try:
+        value = _run_with_input(call, tool.name, arguments, run)
+        if isinstance(value, _InputRequiredResult):
+            return dict(value)
+        result = content.tool_result(value)
+    except (RpcError, InputRequired):
+        raise
+    except content.ToolError as exc:
+        return content.error_result(str(exc))
+    except Exception as exc:
+        log.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
+        return content.error_result(str(exc) or type(exc).__name__)
+    checker = tool.output_validator()
+    if checker is not None and not result["isError"]:
+        problems = checker.validate(result.get("structuredContent"))
+        if problems:
+            detail = "; ".join(p.message for p in problems)
+            raise RpcError(INTERNAL_ERROR, f"Internal error: tool {tool.name!r} broke its outputSchema: {detail}")
+    return result
+
+
+def _coerce_integers(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Integral floats become ints where the schema says integer (3.0 -> 3)."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return arguments
+    fixed = arguments
+    for key, value in arguments.items():
+        if type(value) is float and value.is_integer():
+            sub = props.get(key)
+            if isinstance(sub, dict) and sub.get("type") == "integer":
+                if fixed is arguments:
+                    fixed = dict(arguments)
+                fixed[key] = int(value)
+    return fixed
+
+
+# ---- resources --------------------------------------------------------------------------------
+def _not_found(call: Call, uri: str) -> RpcError:
+    code = INVALID_PARAMS if call.era == MODERN else mcp.LEGACY_RESOURCE_NOT_FOUND
+    return RpcError(code, f"Resource not found: {uri}", {"uri": uri})
+
+
+def resources_read(call: Call) -> dict[str, Any]:
+    uri = _param(call, "uri", str)
+    found = call.registry.find_resource(uri)
+    if found is None:
+        raise _not_found(call, uri)
+    definition, variables = found
+    handler: Handler = definition.handler
+
+    def run(ctx: Context) -> Any:
+        return invoke.call(handler, variables, ctx, call.cancel)
+
+    try:
+        value = _run_with_input(call, uri, variables, run)
+    except ResourceNotFound as exc:
+        raise _not_found(call, exc.uri) from exc
+    except RpcError:
+        raise
+    except Exception as exc:
+        log.warning("resource %r raised %s: %s", uri, type(exc).__name__, exc)
+        raise RpcError(INTERNAL_ERROR, f"Internal error reading {uri}: {exc}") from exc
+    if isinstance(value, _InputRequiredResult):
+        return dict(value)
+    mime = definition.mime_type
+    if isinstance(definition, TemplateDef):
+        mime = definition.mime_type
+    return {"contents": content.resource_contents(uri, value, mime)}
+
+
+def resources_subscribe(call: Call) -> dict[str, Any]:
+    call.conn.subscriptions.add(_param(call, "uri", str))
+    return {}
+
+
+def resources_unsubscribe(call: Call) -> dict[str, Any]:
+    call.conn.subscriptions.discard(_param(call, "uri", str))
+    return {}
+
+
+# ---- prompts ------------------------------------------------------------------------------------
+def prompts_get(call: Call) -> dict[str, Any]:
+    name = _param(call, "name", str)
+    prompt = call.registry.get_prompt(name)
+    if prompt is None:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}")
+    arguments = _param(call, "arguments", dict, required=False) or {}
+    bad = sorted(key for key, value in arguments.items() if not isinstance(value, str))
+    if bad:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: prompt arguments must be strings: {', '.join(bad)}")
+    missing = sorted(prompt.required - arguments.keys())
+    if missing:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: missing required argument(s): {', '.join(missing)}")
+    known = {arg["name"] for arg in prompt.wire.get("arguments", ())}
+    if not prompt.handler.takes_kwargs:
+        arguments = {key: value for key, value in arguments.items() if key in known}
+
+    def run(ctx: Context) -> Any:
+        return invoke.call(prompt.handler, arguments, ctx, call.cancel)
+
+    try:
+        value = _run_with_input(call, name, arguments, run)
+        if isinstance(value, _InputRequiredResult):
+            return dict(value)
+        messages, description = content.prompt_messages(value)
+    except RpcError:
+        raise
+    except Exception as exc:
+        log.warning("prompt %r raised %s: %s", name, type(exc).__name__, exc)
+        raise RpcError(INTERNAL_ERROR, f"Internal error in prompt {name!r}: {exc}") from exc
+    result: dict[str, Any] = {"messages": messages}
+    description = description or prompt.wire.get("description")
+    if description:
+        result["description"] = description
+    return result
+
+
+# ---- completion ---------------------------------------------------------------------------------
+def completion_complete(call: Call) -> dict[str, Any]:
+    ref = _param(call, "ref", dict)
+    argument = _param(call, "argument", dict)
+    arg_name, value = argument.get("name"), argument.get("value", "")
+    if not isinstance(arg_name, str) or not isinstance(value, str):
+        raise RpcError(INVALID_PARAMS, 'Invalid params: "argument" needs string "name" and "value"')
+    ref_type = ref.get("type")
+    key = ref.get("name") if ref_type == "ref/prompt" else ref.get("uri")
+    if ref_type not in ("ref/prompt", "ref/resource") or not isinstance(key, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: ref must be ref/prompt with a name or ref/resource with a uri")
+    registry = call.registry
+    if ref_type == "ref/prompt" and registry.get_prompt(key) is None:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {key!r}")
+    completer = registry.get_completer(ref_type, key)
+    context_args = (call.params.get("context") or {}).get("arguments") or {}
+    values: list[str] = []
+    total: int | None = None
+    has_more = False
+    if completer is not None:
+        try:
+            found = completer(arg_name, value, context_args)
+        except Exception as exc:
+            raise RpcError(INTERNAL_ERROR, f"Internal error in completion: {exc}") from exc
+        if isinstance(found, dict):
+            values = list(found.get("values", []))
+            total, has_more = found.get("total"), bool(found.get("hasMore", False))
+        else:
+            values = list(found or [])
+    if len(values) > 100:
+        total, has_more, values = total or len(values), True, values[:100]
+    completion: dict[str, Any] = {"values": [str(v) for v in values], "hasMore": has_more}
+    if total is not None:
+        completion["total"] = total
+    return {"completion": completion}
+
+
+# ---- era-specific methods -------------------------------------------------------------------------
+def server_discover(call: Call) -> dict[str, Any]:
+    registry = call.registry
+    result: dict[str, Any] = {
+        "supportedVersions": list(mcp.MODERN_VERSIONS),
+        "capabilities": call.dispatcher.capabilities(MODERN),
+    }
+    if registry.instructions:
+        result["instructions"] = registry.instructions
+    return result
+
+
+def initialize(call: Call) -> dict[str, Any]:
+    conn = call.conn
+    conn.version = mcp.negotiate_legacy(call.params.get("protocolVersion"))
+    capabilities = call.params.get("capabilities")
+    conn.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+    info = call.params.get("clientInfo")
+    conn.client_info = info if isinstance(info, dict) else None
+    registry = call.registry
+    result: dict[str, Any] = {
+        "protocolVersion": conn.version,
+        "capabilities": call.dispatcher.capabilities(LEGACY),
+        "serverInfo": registry.server_info(),
+    }
+    if registry.instructions:
+        result["instructions"] = registry.instructions
+    return result
+
+
+def ping(call: Call) -> dict[str, Any]:
+    return {}
+
+
+def set_level(call: Call) -> dict[str, Any]:
+    level = call.params.get("level")
+    if level not in mcp.LOG_LEVEL_RANK:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+    call.conn.log_level = level
+    return {}
+
+
+@dataclass(frozen=True)
+class Method:
+    fn: Callable[[Call], dict[str, Any]]
+    eras: frozenset[str]
+    needs: str | None = None  # server capability that must be offered
+    client_needs: dict[str, Any] | None = None  # client capability that must be declared
+
+
+METHODS: dict[str, Method] = {
+    "server/discover": Method(server_discover, frozenset({MODERN})),
+    "initialize": Method(initialize, frozenset({LEGACY})),
+    "ping": Method(ping, frozenset({LEGACY})),
+    "logging/setLevel": Method(set_level, frozenset({LEGACY}), "logging"),
+    "resources/subscribe": Method(resources_subscribe, frozenset({LEGACY}), "resources"),
+    "resources/unsubscribe": Method(resources_unsubscribe, frozenset({LEGACY}), "resources"),
+    "tools/list": Method(tools_list, BOTH, "tools"),
+    "tools/call": Method(tools_call, BOTH, "tools"),
+    "resources/list": Method(resources_list, BOTH, "resources"),
+    "resources/templates/list": Method(templates_list, BOTH, "resources"),
+    "resources/read": Method(resources_read, BOTH, "resources"),
+    "prompts/list": Method(prompts_list, BOTH, "prompts"),
+    "prompts/get": Method(prompts_get, BOTH, "prompts"),
+    "completion/complete": Method(completion_complete, BOTH, "completions"),
+}
+
+
+def _on_cancelled(conn: Connection, params: dict[str, Any]) -> None:
+    conn.cancel(params.get("requestId"))
+
+
+def _on_initialized(conn: Connection, params: dict[str, Any]) -> None:
+    conn.initialized = True
+
+
+NOTIFICATIONS: dict[str, Callable[[Connection, dict[str, Any]], None]] = {
+    "notifications/cancelled": _on_cancelled,
+    "notifications/initialized": _on_initialized,
+}

@@ -1,0 +1,1 @@
+"""transports: move bytes between peers and the sans-IO dispatcher (stdio, Streamable HTTP)."""

@@ -1,0 +1,246 @@
+"""stdio: newline-delimited JSON-RPC over a byte stream pair, serving one Dispatcher.
+
+Threads follow the leader/follower pattern: the thread holding the read lock reads one line,
+hands the lock to an idle thread and then handles the line itself, so a slow tool never blocks
+the next request and a fast call pays no queue hand-off. Rules: stdout carries nothing but
+whole JSON-RPC lines (the real fd 1 is kept private and print() goes to stderr); lines are
+bounded; EOF or SIGTERM lets in-flight work finish before exit 0. Protocol logic lives in the
+dispatcher, never here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import sys
+import threading
+from concurrent.futures import Future
+from typing import Any, BinaryIO
+
+from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
+from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
+
+log = logging.getLogger("mcp_agent_kit.stdio")
+DEFAULT_MAX_LINE = 4 * 1024 * 1024
+_LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "resourceTemplates": "notifications/resources/list_changed",
+}
+
+
+class _Stop(Exception):
+    """Raised by the SIGTERM handler to leave the wait loop."""
+
+
+class StdioOutbox:
+    """Notifications and server→client requests for one request on a stdio stream."""
+
+    def __init__(self, transport: StdioTransport) -> None:
+        self._transport = transport
+
+    def notify(self, message: dict[str, Any]) -> None:
+        self._transport.write(message)
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self._transport.request(method, params)
+
+
+class StdioTransport:
+    """Serve a dispatcher on a binary reader and writer (the process's stdio by default)."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        reader: BinaryIO | None = None,
+        writer: BinaryIO | None = None,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE,
+        max_threads: int = 64,
+        request_timeout: float = 300.0,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.max_line_bytes = max_line_bytes
+        self.max_threads = max_threads
+        self.request_timeout = request_timeout
+        self.conn = Connection()
+        self._reader = reader
+        self._writer = writer
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._busy = 0
+        self._eof = False
+        self._drained = threading.Condition(self._state_lock)
+        self._pending: dict[Any, Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._outbox = StdioOutbox(self)
+        self._unsubscribe = dispatcher.registry.on_change(self._registry_changed)
+
+    # ---- output ----------------------------------------------------------------------------
+    def write(self, message: dict[str, Any]) -> None:
+        data = jsonrpc.encode_safely(message) + b"\n"
+        assert self._writer is not None
+        with self._write_lock:
+            self._writer.write(data)
+            self._writer.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a server→client request and wait for the client's reply (legacy era)."""
+        id_ = f"srv-{next(self._ids)}"
+        future: Future[dict[str, Any]] = Future()
+        with self._state_lock:
+            if self._eof:
+                raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has closed the connection")
+            self._pending[id_] = future
+            self._ensure_reader()
+        try:
+            self.write(jsonrpc.request(id_, method, params))
+            return future.result(timeout=self.request_timeout)
+        except TimeoutError as exc:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, f"the client did not answer {method} in time") from exc
+        finally:
+            with self._state_lock:
+                self._pending.pop(id_, None)
+
+    def _registry_changed(self, kind: str, uri: str | None) -> None:
+        if self.conn.era != LEGACY or not self.conn.initialized:
+            return
+        if uri is None and kind in _LIST_CHANGED:
+            self.write(jsonrpc.notification(_LIST_CHANGED[kind]))
+        elif uri is not None and uri in self.conn.subscriptions:
+            self.write(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
+
+    # ---- input -------------------------------------------------------------------------------
+    def _read_line(self) -> bytes | None:
+        """One line without its newline; None at EOF. Over-long lines are skipped whole."""
+        assert self._reader is not None
+        line = self._reader.readline(self.max_line_bytes + 1)
+        if not line:
+            return None
+        if len(line) > self.max_line_bytes and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = self._reader.readline(self.max_line_bytes + 1)
+            self.write(
+                jsonrpc.error_reply(
+                    None, INVALID_REQUEST, f"Invalid Request: message exceeds {self.max_line_bytes} bytes"
+                )
+            )
+            return b""
+        return line.rstrip(b"\r\n")
+
+    def _loop(self) -> None:
+        while True:
+            with self._state_lock:
+                self._idle += 1
+            with self._read_lock:
+                with self._state_lock:
+                    self._idle -= 1
+                    if self._eof:
+                        return
+                line = self._read_line()
+                with self._state_lock:
+                    if line is None:
+                        self._finish_input()
+                        return
+                    self._busy += 1
+                    self._ensure_reader()
+            try:
+                if line.strip():
+                    self._handle_line(line)
+            except Exception:
+                log.exception("unexpected error while handling a line")
+            finally:
+                with self._state_lock:
+                    self._busy -= 1
+                    self._drained.notify_all()
+
+    def _ensure_reader(self) -> None:
+        """Keep one thread ready to read while others work (call with _state_lock held)."""
+        if self._idle == 0 and len(self._threads) < self.max_threads and not self._eof:
+            thread = threading.Thread(target=self._loop, name="mcp-stdio", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _finish_input(self) -> None:
+        self._eof = True
+        for future in self._pending.values():
+            future.set_exception(RpcError(jsonrpc.INTERNAL_ERROR, "the client closed the connection"))
+        self._drained.notify_all()
+
+    def _handle_line(self, line: bytes) -> None:
+        incoming = jsonrpc.decode(line)
+        if incoming.kind == "invalid":
+            assert incoming.reply is not None
+            self.write(incoming.reply)
+        elif incoming.kind == "response":
+            with self._state_lock:
+                future = self._pending.get(incoming.message["id"])
+            if future is not None and not future.done():
+                message = incoming.message
+                if "error" in message:
+                    error = message["error"] if isinstance(message["error"], dict) else {}
+                    future.set_exception(
+                        RpcError(int(error.get("code", -32603)), str(error.get("message", "client error")))
+                    )
+                else:
+                    result = message["result"]
+                    future.set_result(result if isinstance(result, dict) else {})
+        elif incoming.kind == "notification":
+            self.dispatcher.notification(incoming.message, self.conn)
+        else:
+            self._handle_request(incoming.message)
+
+    def _handle_request(self, message: dict[str, Any]) -> None:
+        id_ = message["id"]
+        cancel = threading.Event()
+        self.conn.inflight[id_] = cancel
+        try:
+            reply = self.dispatcher.handle(message, self.conn, self._outbox, cancel)
+        finally:
+            if self.conn.inflight.get(id_) is cancel:
+                del self.conn.inflight[id_]
+        if reply is not None:
+            self.write(reply)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def serve(self) -> int:
+        """Serve until EOF (or SIGTERM in the main thread); in-flight requests finish first."""
+        with self._state_lock:
+            self._ensure_reader()
+        try:
+            with self._state_lock:
+                while not (self._eof and self._busy == 0):
+                    self._drained.wait(0.5)
+        except _Stop:
+            with self._state_lock:
+                self._eof = True
+                while self._busy:
+                    self._drained.wait(0.5)
+        finally:
+            self._unsubscribe()
+        return 0
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
+def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
+    """Serve on the process's stdin/stdout, keeping stray prints off the protocol stream."""
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    if not logging.getLogger().handlers:
+        level = os.environ.get("MCP_LOG_LEVEL", "WARNING").upper()
+        logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_stop)
+    transport = StdioTransport(dispatcher, sys.stdin.buffer, protocol_out, **options)
+    return transport.serve()

@@ -1,0 +1,1 @@
+"""wire: protocol facts and message framing. Imports nothing else of this package."""

@@ -1,0 +1,156 @@
+"""jsonrpc: JSON-RPC 2.0 framing as pure functions.
+
+Turns one line of bytes into one classified message or a precise error reply, and builds
+replies. Rules: no I/O, no threads, no MCP knowledge beyond the base error codes; ids keep
+their JSON type; a notification is never answered; errors whose id cannot be read carry no id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+Id = str | int
+Kind = Literal["request", "notification", "response", "invalid"]
+
+_decoder = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name))
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class RpcError(Exception):
+    """A JSON-RPC error raised anywhere below a handler; becomes one error reply."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+@dataclass(slots=True)
+class Incoming:
+    """One classified inbound message. For kind "invalid", `reply` is the error to send."""
+
+    kind: Kind
+    message: dict[str, Any]
+    reply: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> Id | None:
+        value = self.message.get("id")
+        return value if _is_id(value) else None
+
+
+def _is_id(value: object) -> bool:
+    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+
+
+def error_reply(id_: Id | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    reply: dict[str, Any] = {"jsonrpc": "2.0"}
+    if id_ is not None:
+        reply["id"] = id_
+    reply["error"] = error
+    return reply
+
+
+def result_reply(id_: Id, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def request(id_: Id, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def _invalid(message: dict[str, Any], why: str, code: int = INVALID_REQUEST) -> Incoming:
+    raw_id = message.get("id")
+    id_ = raw_id if _is_id(raw_id) else None
+    return Incoming("invalid", message, error_reply(id_, code, why))
+
+
+def decode(raw: bytes | str) -> Incoming:
+    """Parse one serialized message and classify it; never raises."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
+    except UnicodeDecodeError as exc:
+        return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"))
+    try:
+        value = _decoder.decode(text)
+    except RecursionError:
+        return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, "Parse error: nesting too deep"))
+    except ValueError as exc:
+        return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, f"Parse error: {exc}"))
+    return classify(value)
+
+
+def classify(value: Any) -> Incoming:
+    """Classify an already-parsed JSON value as request, notification, response or invalid."""
+    if isinstance(value, list):
+        return Incoming("invalid", {}, error_reply(None, INVALID_REQUEST, "Invalid Request: batches are not supported"))
+    if not isinstance(value, dict):
+        return Incoming("invalid", {}, error_reply(None, INVALID_REQUEST, "Invalid Request: expected a JSON object"))
+    if value.get("jsonrpc") != "2.0":
+        return _invalid(value, 'Invalid Request: "jsonrpc" must be "2.0"')
+    method = value.get("method")
+    if method is None:
+        if ("result" in value) != ("error" in value) and _is_id(value.get("id")):
+            return Incoming("response", value)
+        return _invalid(value, 'Invalid Request: missing "method"')
+    if not isinstance(method, str) or not method:
+        return _invalid(value, 'Invalid Request: "method" must be a non-empty string')
+    if "result" in value or "error" in value:
+        return _invalid(value, "Invalid Request: a request cannot carry result or error")
+    params = value.get("params")
+    if params is not None and not isinstance(params, dict):
+        return _invalid(value, 'Invalid Request: "params" must be an object')
+    if "id" not in value:
+        return Incoming("notification", value)
+    if not _is_id(value["id"]):
+        return Incoming(
+            "invalid", value, error_reply(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+        )
+    return Incoming("request", value)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Serialize one message compactly as UTF-8 (no newline). Raises ValueError/TypeError."""
+    return _encoder.encode(message).encode("utf-8")
+
+
+def encode_safely(message: dict[str, Any]) -> bytes:
+    """Serialize a reply; a result that is not JSON becomes an internal-error reply for its id."""
+    try:
+        return encode(message)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raw_id = message.get("id")
+        id_ = raw_id if _is_id(raw_id) else None
+        return encode(error_reply(id_, INTERNAL_ERROR, f"Internal error: result is not JSON ({exc})"))
