@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
@@ -56,14 +55,22 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-@dataclass
 class ToolResult:
     """Full control over a tool's CallToolResult."""
 
-    content: list[dict[str, Any]] = field(default_factory=list)
-    structured: Any = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
+    __slots__ = ("content", "is_error", "meta", "structured")
+
+    def __init__(
+        self,
+        content: list[Any] | None = None,
+        structured: Any = None,
+        is_error: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.content = list(content or [])
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
 
 
 class ToolError(Exception):

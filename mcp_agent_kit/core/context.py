@@ -9,7 +9,6 @@ works in both eras.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -220,10 +219,16 @@ class Context:
         return list(roots)
 
     async def aask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        import asyncio
+
         return await asyncio.to_thread(self.ask, requests)
 
     async def aelicit(self, message: str, requested_schema: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        import asyncio
+
         return await asyncio.to_thread(self.elicit, message, requested_schema, **kw)
 
     async def asample(self, messages: list[dict[str, Any]] | str, max_tokens: int = 256, **kw: Any) -> dict[str, Any]:
+        import asyncio
+
         return await asyncio.to_thread(self.sample, messages, max_tokens, **kw)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcp_agent_kit.core import methods
@@ -46,20 +45,20 @@ class NullOutbox:
         raise RpcError(INTERNAL_ERROR, "this transport cannot send requests to the client")
 
 
-@dataclass
 class Connection:
     """Era and handshake state of one stdio stream or one legacy HTTP session."""
 
-    era: str | None = None
-    version: str = mcp.LATEST_LEGACY
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    client_info: dict[str, Any] | None = None
-    log_level: str | None = None
-    initialized: bool = False
-    can_request: bool = True
-    principal: str | None = None
-    subscriptions: set[str] = field(default_factory=set)
-    inflight: dict[Any, threading.Event] = field(default_factory=dict)
+    def __init__(self, era: str | None = None, principal: str | None = None, can_request: bool = True) -> None:
+        self.era = era
+        self.principal = principal
+        self.can_request = can_request
+        self.version: str = mcp.LATEST_LEGACY
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.log_level: str | None = None
+        self.initialized = False
+        self.subscriptions: set[str] = set()
+        self.inflight: dict[Any, threading.Event] = {}
 
     def cancel(self, request_id: Any) -> None:
         event = self.inflight.get(request_id)

@@ -6,12 +6,14 @@ callers (worker threads) can wait for them. Rules: knows nothing of MCP shapes o
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core.registry import Handler
+
+if TYPE_CHECKING:
+    import asyncio
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -19,6 +21,7 @@ _loop_lock = threading.Lock()
 
 def _background_loop() -> asyncio.AbstractEventLoop:
     global _loop
+    import asyncio
     with _loop_lock:
         if _loop is None:
             loop = asyncio.new_event_loop()
@@ -29,6 +32,8 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine(coro: Coroutine[Any, Any, Any], cancel: threading.Event | None = None) -> Any:
     """Run coro on the background loop and wait for it; a set cancel event cancels it."""
+    import asyncio
+
     future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
     if cancel is None:
         return future.result()

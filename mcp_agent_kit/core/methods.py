@@ -11,13 +11,11 @@ import base64
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core import content, invoke
 from mcp_agent_kit.core.context import Context, InputBroker, InputRequired, LegacyBroker, ReplayBroker
 from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
-from mcp_agent_kit.core.state import StateError, fingerprint, seal, unseal
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
@@ -30,23 +28,43 @@ MODERN, LEGACY = "modern", "legacy"
 BOTH = frozenset({MODERN, LEGACY})
 
 
-@dataclass
 class Call:
     """One request as a handler sees it."""
 
-    dispatcher: Dispatcher
-    conn: Connection
-    method: str
-    id: Any
-    params: dict[str, Any]
-    era: str
-    version: str
-    capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None
-    out: Outbox | None
-    cancel: threading.Event | None
-    log_level: str | None
-    progress_token: Any
+    __slots__ = (
+        "cancel", "capabilities", "client_info", "conn", "dispatcher", "era", "id",
+        "log_level", "method", "out", "params", "progress_token", "version",
+    )
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        conn: Connection,
+        method: str,
+        id_: Any,
+        params: dict[str, Any],
+        era: str,
+        version: str,
+        capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        out: Outbox | None,
+        cancel: threading.Event | None,
+        log_level: str | None,
+        progress_token: Any,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.conn = conn
+        self.method = method
+        self.id = id_
+        self.params = params
+        self.era = era
+        self.version = version
+        self.capabilities = capabilities
+        self.client_info = client_info
+        self.out = out
+        self.cancel = cancel
+        self.log_level = log_level
+        self.progress_token = progress_token
 
     @property
     def registry(self) -> Any:
@@ -140,14 +158,17 @@ def _run_with_input(call: Call, target: str, arguments: dict[str, Any], run: Cal
     if call.era == LEGACY:
         broker = LegacyBroker(call.capabilities, call.out.request if call.out is not None else None)
         return run(call.context(broker))
-    binding = {"m": call.method, "t": target, "h": fingerprint(arguments), "p": call.conn.principal}
     answers: dict[str, Any] = {}
     state: dict[str, Any] = {}
     token = call.params.get("requestState")
     responses = call.params.get("inputResponses")
     if responses is not None and not isinstance(responses, dict):
         raise RpcError(INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
+    binding: dict[str, Any] = {}
     if token is not None:
+        from mcp_agent_kit.core.state import StateError, unseal
+
+        binding = _binding(call, target, arguments)
         try:
             payload = unseal(registry.secret, token, binding)
         except StateError as exc:
@@ -162,6 +183,9 @@ def _run_with_input(call: Call, target: str, arguments: dict[str, Any], run: Cal
     try:
         return run(context)
     except InputRequired as need:
+        from mcp_agent_kit.core.state import seal
+
+        binding = binding or _binding(call, target, arguments)
         sealed = {**binding, "r": answers, "q": sorted(need.requests), "s": context.state}
         return _InputRequiredResult(
             {
@@ -170,6 +194,12 @@ def _run_with_input(call: Call, target: str, arguments: dict[str, Any], run: Cal
                 "requestState": seal(registry.secret, sealed, STATE_TTL_S),
             }
         )
+
+
+def _binding(call: Call, target: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from mcp_agent_kit.core.state import fingerprint
+
+    return {"m": call.method, "t": target, "h": fingerprint(arguments), "p": call.conn.principal}
 
 
 class _InputRequiredResult(dict[str, Any]):
@@ -398,12 +428,22 @@ def set_level(call: Call) -> dict[str, Any]:
     return {}
 
 
-@dataclass(frozen=True)
 class Method:
-    fn: Callable[[Call], dict[str, Any]]
-    eras: frozenset[str]
-    needs: str | None = None  # server capability that must be offered
-    client_needs: dict[str, Any] | None = None  # client capability that must be declared
+    """A method table row: handler, eras, and the capabilities it depends on."""
+
+    __slots__ = ("client_needs", "eras", "fn", "needs")
+
+    def __init__(
+        self,
+        fn: Callable[[Call], dict[str, Any]],
+        eras: frozenset[str],
+        needs: str | None = None,
+        client_needs: dict[str, Any] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.eras = eras
+        self.needs = needs  # server capability that must be offered
+        self.client_needs = client_needs  # client capability that must be declared
 
 
 METHODS: dict[str, Method] = {

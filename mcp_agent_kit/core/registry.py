@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
-import secrets
+import os
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from mcp_agent_kit.core.signature import (
@@ -46,14 +45,16 @@ def _context_type() -> type:
     return Context
 
 
-@dataclass(frozen=True)
 class Handler:
     """A user callable plus how to call it."""
 
-    fn: Callable[..., Any]
-    context_arg: str | None
-    takes_kwargs: bool
-    is_async: bool
+    __slots__ = ("context_arg", "fn", "is_async", "takes_kwargs")
+
+    def __init__(self, fn: Callable[..., Any], context_arg: str | None, takes_kwargs: bool, is_async: bool) -> None:
+        self.fn = fn
+        self.context_arg = context_arg
+        self.takes_kwargs = takes_kwargs
+        self.is_async = is_async
 
     @classmethod
     def wrap(cls, fn: Callable[..., Any]) -> Handler:
@@ -62,13 +63,18 @@ class Handler:
         return cls(fn, ctx, takes_kwargs, inspect.iscoroutinefunction(fn))
 
 
-@dataclass(frozen=True)
 class ToolDef:
-    name: str
-    wire: dict[str, Any]
-    handler: Handler
-    long_running: bool = False
-    _compiled: list[Any] = field(default_factory=list, repr=False, compare=False)
+    """A registered tool: its wire definition, handler and compiled validators."""
+
+    __slots__ = ("_input", "_output", "handler", "long_running", "name", "wire")
+
+    def __init__(self, name: str, wire: dict[str, Any], handler: Handler, long_running: bool = False) -> None:
+        self.name = name
+        self.wire = wire
+        self.handler = handler
+        self.long_running = long_running
+        self._input: Any = None
+        self._output: Any = None
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -77,51 +83,58 @@ class ToolDef:
 
     def validator(self) -> Any:
         """The compiled input validator, built on first use."""
-        if not self._compiled:
+        if self._input is None:
             from mcp_agent_kit.core.schema import compile_schema
 
-            self._compiled.append(compile_schema(self.input_schema))
-        return self._compiled[0]
+            self._input = compile_schema(self.input_schema)
+        return self._input
 
     def output_validator(self) -> Any:
         schema = self.wire.get("outputSchema")
         if schema is None:
             return None
-        if len(self._compiled) < 2:
+        if self._output is None:
             from mcp_agent_kit.core.schema import compile_schema
 
-            self.validator()
-            self._compiled.append(compile_schema(schema))
-        return self._compiled[1]
+            self._output = compile_schema(schema)
+        return self._output
 
 
-@dataclass(frozen=True)
 class ResourceDef:
-    uri: str
-    wire: dict[str, Any]
-    handler: Handler
-    mime_type: str | None
+    __slots__ = ("handler", "mime_type", "uri", "wire")
+
+    def __init__(self, uri: str, wire: dict[str, Any], handler: Handler, mime_type: str | None) -> None:
+        self.uri = uri
+        self.wire = wire
+        self.handler = handler
+        self.mime_type = mime_type
 
 
-@dataclass(frozen=True)
 class TemplateDef:
-    template: str
-    wire: dict[str, Any]
-    handler: Handler
-    mime_type: str | None
-    pattern: re.Pattern[str]
+    __slots__ = ("handler", "mime_type", "pattern", "template", "wire")
+
+    def __init__(
+        self, template: str, wire: dict[str, Any], handler: Handler, mime_type: str | None, pattern: re.Pattern[str]
+    ) -> None:
+        self.template = template
+        self.wire = wire
+        self.handler = handler
+        self.mime_type = mime_type
+        self.pattern = pattern
 
     def match(self, uri: str) -> dict[str, str] | None:
         found = self.pattern.fullmatch(uri)
         return found.groupdict() if found else None
 
 
-@dataclass(frozen=True)
 class PromptDef:
-    name: str
-    wire: dict[str, Any]
-    handler: Handler
-    required: frozenset[str]
+    __slots__ = ("handler", "name", "required", "wire")
+
+    def __init__(self, name: str, wire: dict[str, Any], handler: Handler, required: frozenset[str]) -> None:
+        self.name = name
+        self.wire = wire
+        self.handler = handler
+        self.required = required
 
 
 Completer = Callable[..., Any]
@@ -171,7 +184,7 @@ class Registry:
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
-        self.secret = secret or secrets.token_bytes(32)
+        self.secret = secret or os.urandom(32)
         self._lock = threading.Lock()
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}

@@ -8,7 +8,6 @@ their JSON type; a notification is never answered; errors whose id cannot be rea
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 PARSE_ERROR: Final = -32700
@@ -44,13 +43,15 @@ class RpcError(Exception):
         return error
 
 
-@dataclass(slots=True)
 class Incoming:
     """One classified inbound message. For kind "invalid", `reply` is the error to send."""
 
-    kind: Kind
-    message: dict[str, Any]
-    reply: dict[str, Any] | None = None
+    __slots__ = ("kind", "message", "reply")
+
+    def __init__(self, kind: Kind, message: dict[str, Any], reply: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.reply = reply
 
     @property
     def id(self) -> Id | None:

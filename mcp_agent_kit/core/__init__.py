@@ -1,0 +1,1 @@
+"""core: protocol-neutral building blocks (schemas, content, signatures)."""
