@@ -1,0 +1,221 @@
+"""cli: the ``skill`` and ``plugin`` subcommands (argparse in, exit code out).
+
+Rules: parses arguments, calls the packaging modules and prints; holds no validation or
+generation logic of its own. Exit codes: 0 valid / done, 1 invalid / refused, 2 usage error.
+``python -m mcp_agent_kit.packaging.cli skill|plugin ...`` runs it without the kit's front door.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+from .findings import Finding
+from .fsutil import TargetExistsError, copy_tree, install_tree
+from .plugin_build import BuildError, PluginSpec, build_plugin
+from .plugin_validate import validate_plugin
+from .skill_generate import GenerateError, skeleton_skill, write_skill
+from .skill_validate import validate_skill
+
+OK, INVALID, USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of exiting, so ``main_*`` can return 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _print_findings(findings: Sequence[Finding], stream: TextIO) -> None:
+    for finding in findings:
+        print(str(finding), file=stream)
+
+
+def _missing(paths: Sequence[str]) -> str | None:
+    return next((p for p in paths if not Path(p).exists()), None)
+
+
+# -- skill ---------------------------------------------------------------------------------
+def _skill_validate(args: argparse.Namespace) -> int:
+    missing = _missing(args.paths)
+    if missing:
+        print(f"error: path does not exist: {missing}", file=sys.stderr)
+        return USAGE
+    reports = [validate_skill(Path(p), strict=args.strict) for p in args.paths]
+    valid = all(report.valid for report in reports)
+    if args.json:
+        print(json.dumps({"valid": valid, "skills": [r.as_dict() for r in reports]}, indent=2))
+        return OK if valid else INVALID
+    for report in reports:
+        _print_findings(report.findings, sys.stdout)
+        verdict = "Valid skill" if report.valid else "Invalid skill"
+        print(f"{verdict}: {report.path}")
+    return OK if valid else INVALID
+
+
+def _skill_new(args: argparse.Namespace) -> int:
+    try:
+        root = write_skill(skeleton_skill(args.name, args.desc), Path(args.dir), force=args.force)
+    except GenerateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE
+    except TargetExistsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return INVALID
+    print(f"Created skill: {root}")
+    return OK
+
+
+def _skill_install(args: argparse.Namespace) -> int:
+    if _missing([args.path]):
+        print(f"error: path does not exist: {args.path}", file=sys.stderr)
+        return USAGE
+    source = Path(args.path)
+    source = source.parent if source.is_file() else source
+    report = validate_skill(source)
+    if not report.valid or report.name is None:
+        _print_findings(report.findings, sys.stderr)
+        print(f"error: not installing an invalid skill: {source}", file=sys.stderr)
+        return INVALID
+    dest = Path(args.dest) if args.dest else Path.home() / ".claude" / "skills"
+    try:
+        target = install_tree(lambda tmp: copy_tree(source, tmp), dest / report.name,
+                              force=args.force)
+    except TargetExistsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return INVALID
+    print(f"Installed skill '{report.name}' to {target}")
+    return OK
+
+
+def _skill_parser() -> _Parser:
+    parser = _Parser(prog="mcp-agent-kit skill", description="Agent Skills (SKILL.md) tools")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    check = sub.add_parser("validate", help="validate skill directories")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--json", action="store_true", help="machine-readable report")
+    check.add_argument("--strict", action="store_true", help="also apply the kit design rules")
+    check.set_defaults(run=_skill_validate)
+    new = sub.add_parser("new", help="write a skeleton skill")
+    new.add_argument("name")
+    new.add_argument("--desc", required=True, help="'Use when X. Do not use for Y.'")
+    new.add_argument("--dir", default=".", help="parent directory (default: .)")
+    new.add_argument("--force", action="store_true", help="replace an existing skill")
+    new.set_defaults(run=_skill_new)
+    install = sub.add_parser("install", help="copy a skill into ~/.claude/skills/<name>/")
+    install.add_argument("path")
+    install.add_argument("--dest", help="skills directory (default: ~/.claude/skills)")
+    install.add_argument("--force", action="store_true", help="replace an installed skill")
+    install.set_defaults(run=_skill_install)
+    return parser
+
+
+# -- plugin --------------------------------------------------------------------------------
+def _plugin_validate(args: argparse.Namespace) -> int:
+    if _missing([args.path]):
+        print(f"error: path does not exist: {args.path}", file=sys.stderr)
+        return USAGE
+    report = validate_plugin(Path(args.path))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return OK if report.valid else INVALID
+    _print_findings(report.findings, sys.stdout)
+    print(f"plugin: {report.plugin}; skills: {report.skills_component} {report.skills}; "
+          f"mcp: {report.mcp_component} {report.servers}; package: {report.package}")
+    print(f"{'Valid' if report.valid else 'Invalid'} plugin: {report.root}")
+    return OK if report.valid else INVALID
+
+
+def _plugin_build(args: argparse.Namespace) -> int:
+    try:
+        extra = shlex.split(args.args) if args.args else []
+    except ValueError as exc:
+        print(f"error: --args: {exc}", file=sys.stderr)
+        return USAGE
+    spec = PluginSpec(
+        name=args.name, description=args.desc or "", version=args.version,
+        command=args.command, args=extra, url=args.url, server_name=args.server_name,
+        skill_dirs=[Path(s) for s in args.skill], include=[Path(i) for i in args.include],
+        claude_code=args.claude_code,
+    )
+    try:
+        root = build_plugin(spec, Path(args.out), force=args.force)
+    except (BuildError, TargetExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return INVALID
+    print(f"Built plugin '{args.name}' in {root}")
+    return OK
+
+
+def _plugin_parser() -> _Parser:
+    parser = _Parser(prog="mcp-agent-kit plugin", description="Agent Plugins 1.0.0 tools")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    check = sub.add_parser("validate", help="validate a plugin package")
+    check.add_argument("path")
+    check.add_argument("--json", action="store_true", help="machine-readable report")
+    check.set_defaults(run=_plugin_validate)
+    build = sub.add_parser("build", help="write a plugin package")
+    build.add_argument("--name", required=True)
+    build.add_argument("--desc")
+    build.add_argument("--version", default="0.1.0")
+    build.add_argument("--command", help="stdio command: a bare name or ./path")
+    build.add_argument("--args", help="arguments for the command (shell-style quoting)")
+    build.add_argument("--url", help="a streamable-http endpoint")
+    build.add_argument("--server-name", help="mcp.json server name (default: --name)")
+    build.add_argument("--skill", action="append", default=[], metavar="DIR")
+    build.add_argument("--include", action="append", default=[], metavar="PATH",
+                       help="file or directory copied into the package root")
+    build.add_argument("--out", required=True, metavar="DIR")
+    build.add_argument("--claude-code", action="store_true",
+                       help="also write .claude-plugin/plugin.json and .mcp.json")
+    build.add_argument("--force", action="store_true", help="replace an existing package")
+    build.set_defaults(run=_plugin_build)
+    return parser
+
+
+def _run(parser: _Parser, argv: list[str]) -> int:
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else OK
+    run: Callable[[argparse.Namespace], int] = args.run
+    return run(args)
+
+
+def main_skill(argv: list[str]) -> int:
+    """``skill validate|new|install ...``; returns the exit code."""
+    return _run(_skill_parser(), argv)
+
+
+def main_plugin(argv: list[str]) -> int:
+    """``plugin validate|build ...``; returns the exit code."""
+    return _run(_plugin_parser(), argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"skill": main_skill, "plugin": main_plugin}
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch on the first argument: ``skill`` or ``plugin``."""
+    if not argv or argv[0] not in COMMANDS:
+        print("usage: python -m mcp_agent_kit.packaging.cli {skill,plugin} ...", file=sys.stderr)
+        return USAGE
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
