@@ -111,7 +111,7 @@ def test_plugin_build_and_validate(
     oracle: Callable[[Path], list[str]],
 ) -> None:
     skill = make_skill("greet", GOOD)
-    work = tmp_path / "work"
+    work = tmp_path / "src"
     work.mkdir()
     (work / "run-server").write_text("#!/bin/sh\nexec python3 -m my_agent\n")
     monkeypatch.chdir(work)

@@ -351,9 +351,7 @@ CASES: list[Case] = [
     ),
     Case(
         "cwd-symlink-out",
-        steps(
-            symlink("work", OUT_DIR), server({"type": "stdio", "command": "node", "cwd": "./work"})
-        ),
+        steps(symlink("wd", OUT_DIR), server({"type": "stdio", "command": "node", "cwd": "./wd"})),
         {**SKIP_EXTRA, "package": "invalid"},
     ),
     Case(

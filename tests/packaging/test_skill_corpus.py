@@ -6,6 +6,8 @@ those are the reason our validator exists.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,3 +373,20 @@ def test_paths(tmp_path: Path, make_skill: Callable[..., Path]) -> None:
     assert validate_skill(tmp_path / "empty").findings[0].rule == "skill-md-missing"
     root = make_skill("ok", fm("name: ok\n" + DESC))
     assert validate_skill(root / "SKILL.md").valid
+
+
+CLI_CASES = [case for case in BAD if case.label in ("cjk-name", "description-angle", "anchor")]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[case.label for case in CLI_CASES])
+def test_skills_ref_cli_agrees_with_its_api(case: Bad, make_skill: Callable[..., Path]) -> None:
+    root = make_skill(case.dir_name, case.text, skill_md=case.skill_md)
+    done = subprocess.run(
+        [sys.executable, "-m", "skills_ref.cli", "validate", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == (0 if case.sr_accepts else 1), done.stderr
+    if not case.sr_accepts:
+        assert done.stderr.startswith(f"Validation failed for {root}:")

@@ -1,0 +1,36 @@
+"""Layer rule from DESIGN.md: packaging imports only the standard library and itself."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import mcp_agent_kit.packaging as packaging
+
+PACKAGE_DIR = Path(packaging.__file__).parent
+
+
+def test_packaging_imports_only_stdlib_and_itself() -> None:
+    for module in sorted(PACKAGE_DIR.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top == "__future__", (module.name, name)
+
+
+def test_modules_stay_small_and_documented() -> None:
+    for module in sorted(PACKAGE_DIR.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 500, module.name
+        assert ast.get_docstring(ast.parse(text)), module.name
