@@ -435,8 +435,12 @@ def _walk(out: _Reporter, root: Path) -> None:
     entries, total, stack = 1, 0, [root]
     while stack:
         directory = stack.pop()
-        with os.scandir(directory) as scan:
-            listing = sorted(scan, key=lambda e: e.name)
+        try:
+            with os.scandir(directory) as scan:
+                listing = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            bad(f"cannot read {os.path.relpath(directory, root)}: {exc.strerror}", "")
+            continue
         for entry in listing:
             if entry.name == ".git" and entry.is_dir(follow_symlinks=False):
                 continue

@@ -308,7 +308,7 @@ def validate_skill(path: Path | str, *, strict: bool = False) -> SkillReport:
     except UnicodeDecodeError as exc:
         report.findings.append(_finding("not-utf8", {"detail": exc.reason}, str(skill_md), None))
         return report
-    dir_name = given.resolve().name
+    dir_name = Path(os.path.abspath(given)).name  # the name hosts see, even via a symlink
     found, data = validate_text(
         text, path=str(skill_md), dir_name=dir_name, root=given, strict=strict
     )

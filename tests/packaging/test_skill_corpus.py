@@ -390,3 +390,13 @@ def test_skills_ref_cli_agrees_with_its_api(case: Bad, make_skill: Callable[...,
     assert done.returncode == (0 if case.sr_accepts else 1), done.stderr
     if not case.sr_accepts:
         assert done.stderr.startswith(f"Validation failed for {root}:")
+
+
+def test_directory_name_is_the_one_hosts_see(
+    tmp_path: Path, make_skill: Callable[..., Path]
+) -> None:
+    target = make_skill("checkout-v2", fm("name: greet\n" + DESC))
+    link = tmp_path / "greet"
+    link.symlink_to(target)
+    assert validate_skill(link).valid
+    assert not validate_skill(target).valid
