@@ -36,9 +36,10 @@ class Server(Registry):
         return serve_stdio(self.dispatcher, **options)
 
     def serve_http(self, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
-        from mcp_agent_kit.transports.http import serve_http
+        from mcp_agent_kit.transports import http
 
-        return serve_http(self.dispatcher, host, port, **options)
+        code: int = http.serve_http(self.dispatcher, host, port, **options)
+        return code
 
     def run(self, argv: list[str] | None = None) -> None:
         """Serve stdio, or Streamable HTTP with `--http HOST:PORT`; exits the process when done."""

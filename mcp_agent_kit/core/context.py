@@ -70,6 +70,10 @@ def _check_requests(requests: dict[str, dict[str, Any]], declared: dict[str, Any
     return None
 
 
+def missing_capability(needed: dict[str, Any]) -> RpcError:
+    return RpcError(mcp.MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": needed})
+
+
 class ReplayBroker:
     """Modern era: answer from the responses collected so far, else end the round."""
 
@@ -80,7 +84,7 @@ class ReplayBroker:
     def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
         needed = _check_requests(requests, self.declared)
         if needed is not None:
-            raise RpcError(mcp.MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": needed})
+            raise missing_capability(needed)
         missing = {key: request for key, request in requests.items() if key not in self.answers}
         if missing:
             raise InputRequired(missing)

@@ -83,6 +83,10 @@ def is_enveloped(message: dict[str, Any]) -> bool:
     return meta is not None and mcp.META_PROTOCOL_VERSION in meta
 
 
+def mcp_unsupported(requested: Any) -> RpcError:
+    return RpcError(mcp.UNSUPPORTED_VERSION, "Unsupported protocol version", mcp.unsupported_version_data(requested))
+
+
 class Dispatcher:
     """One per server: serves every connection and transport."""
 
@@ -153,7 +157,7 @@ class Dispatcher:
         params = message.get("params")
         if method == "initialize" and not is_enveloped(message):
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
-            raise RpcError(mcp.UNSUPPORTED_VERSION, "Unsupported protocol version", mcp.unsupported_version_data(requested))
+            raise mcp_unsupported(requested)
         meta = _meta_of(params)
         if meta is None:
             raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
@@ -166,20 +170,16 @@ class Dispatcher:
             check("envelope", message)
         version = meta[mcp.META_PROTOCOL_VERSION]
         if version not in mcp.MODERN_VERSIONS:
-            raise RpcError(mcp.UNSUPPORTED_VERSION, "Unsupported protocol version", mcp.unsupported_version_data(version))
+            raise mcp_unsupported(version)
         entry = methods.METHODS.get(method)
         if entry is None or MODERN not in entry.eras or not self._offers(entry.needs):
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         declared: dict[str, Any] = meta[mcp.META_CLIENT_CAPABILITIES]
         if entry.client_needs is not None:
-            from mcp_agent_kit.core.context import capability_declared
+            from mcp_agent_kit.core.context import capability_declared, missing_capability
 
             if not capability_declared(declared, entry.client_needs):
-                raise RpcError(
-                    mcp.MISSING_CAPABILITY,
-                    "Missing required client capability",
-                    {"requiredCapabilities": entry.client_needs},
-                )
+                raise missing_capability(entry.client_needs)
         if check is not None:
             check("params", message)
         level = meta.get(mcp.META_LOG_LEVEL)

@@ -8,8 +8,8 @@ dispatch, no transports, no eras; change listeners are plain callables.
 from __future__ import annotations
 
 import inspect
-import re
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar

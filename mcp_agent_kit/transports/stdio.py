@@ -243,4 +243,11 @@ def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_stop)
     transport = StdioTransport(dispatcher, sys.stdin.buffer, protocol_out, **options)
-    return transport.serve()
+    code = transport.serve()
+    if any(thread.is_alive() for thread in transport._threads):
+        # A reader is still blocked on stdin (we stopped on SIGTERM): the interpreter cannot
+        # shut down cleanly around it, so flush and leave now. All replies were written.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

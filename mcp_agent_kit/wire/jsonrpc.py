@@ -60,7 +60,7 @@ class Incoming:
 
 
 def _is_id(value: object) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def error_reply(id_: Id | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
