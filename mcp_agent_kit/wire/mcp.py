@@ -76,19 +76,22 @@ def shape_legacy_result(result: dict[str, Any], version: str) -> dict[str, Any]:
         if not meta:
             del result["_meta"]
     tools = result.get("tools")
-    if isinstance(tools, list) and version < "2025-11-25":
+    if isinstance(tools, list):
         result["tools"] = [_tool_for_version(tool, version) for tool in tools]
-    if version < "2025-06-18":
+    # Before 2026-07-28 structuredContent (and outputSchema) must be objects.
+    if version < "2025-06-18" or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
     return result
 
 
 def _tool_for_version(tool: dict[str, Any], version: str) -> dict[str, Any]:
-    return {
-        key: value
-        for key, value in tool.items()
-        if key not in _TOOL_FIELDS_SINCE or version >= _TOOL_FIELDS_SINCE[key]
+    shaped = {
+        key: value for key, value in tool.items() if key not in _TOOL_FIELDS_SINCE or version >= _TOOL_FIELDS_SINCE[key]
     }
+    output = shaped.get("outputSchema")
+    if isinstance(output, dict) and output.get("type") != "object":
+        del shaped["outputSchema"]
+    return shaped
 
 
 def unsupported_version_data(requested: Any) -> dict[str, Any]:
