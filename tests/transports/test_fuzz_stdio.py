@@ -1,0 +1,149 @@
+"""Fuzz the stdio server with >= 10,000 hostile inputs: it never dies, never writes a non-JSON
+line, and answers every request id exactly once."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+from collections import Counter
+from typing import Any
+
+from tests.stdio_peer import MODERN_META, ROOT
+
+SEED = 20261129
+COUNT = 12_000
+METHODS = [
+    "server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
+    "resources/templates/list", "prompts/list", "prompts/get", "completion/complete",
+    "initialize", "ping", "nope", "",
+]
+TOOLS = ["echo", "add", "async_add", "boom", "picture", "with_progress", "ask_name", "missing"]
+
+
+def random_json(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.choice([True, False])
+    if kind == 2:
+        return rng.randint(-(2**63), 2**63)
+    if kind == 3:
+        return rng.uniform(-1e9, 1e9)
+    if kind in (4, 5):
+        return "".join(chr(rng.randrange(0x20, 0x2FFF)) for _ in range(rng.randrange(12)))
+    if kind == 6:
+        return [random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {str(random_json(rng, 4)): random_json(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def valid_request(rng: random.Random, id_: Any) -> dict[str, Any]:
+    method = rng.choice(METHODS)
+    params: dict[str, Any] = {"_meta": dict(MODERN_META)}
+    if method == "tools/call":
+        params.update(name=rng.choice(TOOLS), arguments={"text": "hi", "a": 1, "b": 2, "steps": 1})
+    elif method in ("resources/read",):
+        params["uri"] = rng.choice(["kitchen://menu", "kitchen://items/7", "kitchen://items/missing", "x:"])
+    elif method == "prompts/get":
+        params.update(name="greet", arguments={"name": "x"})
+    elif method == "completion/complete":
+        params.update(ref={"type": "ref/prompt", "name": "greet"}, argument={"name": "style", "value": ""})
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def mutate(rng: random.Random, message: dict[str, Any]) -> Any:
+    choice = rng.randrange(10)
+    clone = json.loads(json.dumps(message))
+    if choice == 0:
+        del clone[rng.choice(list(clone))]
+    elif choice == 1:
+        clone[rng.choice(list(clone))] = random_json(rng)
+    elif choice == 2:
+        clone["params"][rng.choice(list(clone["params"]))] = random_json(rng)
+    elif choice == 3:
+        meta = clone["params"]["_meta"]
+        meta[rng.choice(list(meta))] = random_json(rng)
+    elif choice == 4:
+        clone["params"]["_meta"] = random_json(rng)
+    elif choice == 5:
+        clone["params"]["arguments"] = random_json(rng)
+    elif choice == 6:
+        return [clone]
+    elif choice == 7:
+        clone["result"] = {}
+    elif choice == 8:
+        clone.pop("id")  # a notification: must not be answered
+    return clone
+
+
+def build_inputs() -> tuple[list[bytes], set[Any]]:
+    rng = random.Random(SEED)
+    lines: list[bytes] = []
+    expected: set[Any] = set()
+    for n in range(COUNT):
+        kind = n % 4
+        id_: Any = f"f{n}" if n % 3 else n + 1_000_000
+        if kind == 0:
+            raw = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 80))).replace(b"\n", b" ")
+            lines.append(raw)
+            continue
+        if kind == 1:
+            value = random_json(rng)
+            lines.append(json.dumps(value).encode())
+            if must_answer(value):
+                expected.add(value["id"])
+            continue
+        message = valid_request(rng, id_) if kind == 2 else mutate(rng, valid_request(rng, id_))
+        lines.append(json.dumps(message).encode())
+        if must_answer(message):
+            expected.add(message["id"])
+    return lines, expected
+
+
+def must_answer(message: Any) -> bool:
+    """JSON-RPC: anything with a readable id that is not a response gets exactly one reply."""
+    if not isinstance(message, dict):
+        return False
+    id_ = message.get("id")
+    if not isinstance(id_, str | int) or isinstance(id_, bool):
+        return False
+    is_response = "method" not in message and ("result" in message) != ("error" in message)
+    return not is_response
+
+
+def test_fuzz_never_dies_and_answers_each_request_once() -> None:
+    lines, expected = build_inputs()
+    assert len(lines) >= 10_000
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/fixtures/kitchen_server.py")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    assert proc.stdin is not None
+    for line in lines:
+        proc.stdin.write(line + b"\n")
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "tools/list",
+                                 "params": {"_meta": MODERN_META}}).encode() + b"\n")
+    proc.stdin.close()
+    assert proc.wait(timeout=240) == 0
+    reader.join(10)
+    answered: Counter[Any] = Counter()
+    for raw in output:
+        message = json.loads(raw)  # every line is JSON
+        assert message.get("jsonrpc") == "2.0"
+        if "id" in message and "method" not in message:
+            answered[message["id"]] += 1
+    assert answered["last"] == 1
+    del answered["last"]
+    twice = [key for key, count in answered.items() if count > 1]
+    assert not twice
+    missing = expected - set(answered)
+    assert not missing, sorted(map(str, missing))[:10]
+    unexpected = set(answered) - expected
+    assert not unexpected, sorted(map(str, unexpected))[:10]
