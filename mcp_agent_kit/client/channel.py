@@ -1,0 +1,69 @@
+"""channel: what the client needs from a transport, and the probe driver that uses one.
+
+A Channel sends one JSON-RPC request and turns whatever happens into a probe Event (a Reply or
+a Failure); it never raises for peer misbehaviour. Server notifications and (legacy) server
+requests go to the callbacks the client installs. Rules: no protocol decisions here beyond
+mapping transport outcomes to events; the probe state machine decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcp_agent_kit.client.probe import Event, Probe, Reply, Send, Verdict
+
+RequestHandler = Callable[[dict[str, Any]], dict[str, Any]]
+"""Answers one server→client request (legacy era) with a full JSON-RPC reply."""
+NotificationHandler = Callable[[dict[str, Any]], None]
+
+
+class Channel(Protocol):
+    """One connection to one MCP server (a child process or an HTTP endpoint)."""
+
+    strict: bool
+    on_request: RequestHandler | None
+    on_notification: NotificationHandler | None
+    legacy_version: str | None
+
+    def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
+        """Send one request and wait for its reply, or a Failure; never raises for the peer."""
+        ...
+
+    def notify(self, message: dict[str, Any]) -> None: ...
+
+    def restart(self) -> None:
+        """Start afresh (a new process for stdio; nothing for HTTP)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+class PeerError(Exception):
+    """The peer failed in a way that is not a JSON-RPC error (timeout, exit, garbage, HTTP)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+def drive(probe: Probe, channel: Channel, timeout: float) -> Verdict:
+    """Run a probe to its verdict over a channel; strict while probing (garbage is a signal)."""
+    channel.strict = True
+    try:
+        action = probe.start()
+        while isinstance(action, Send):
+            if action.fresh:
+                channel.restart()
+            event = channel.exchange(action.message, timeout)
+            if isinstance(event, Reply) and action.message["method"] == "initialize" and "result" in event.message:
+                channel.legacy_version = str(event.message["result"].get("protocolVersion"))
+            action = probe.feed(event)
+        if action.notify is not None:
+            channel.notify(action.notify)
+        return action
+    finally:
+        channel.strict = False

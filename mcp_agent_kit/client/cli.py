@@ -1,0 +1,101 @@
+"""cli: `probe` and `gateway` subcommands (called by `python -m mcp_agent_kit`).
+
+`probe [--timeout S] [--allow-legacy] -- CMD ARGS...` or `probe URL` prints one JSON object
+with the era, version, capabilities and tool names (or the reason when unavailable) and exits
+0 when the server is reachable, 1 when it is not, 2 on bad usage. `gateway CONFIG.json
+[--stdio | --http HOST:PORT]` serves many servers as one. Rules: argument parsing and output
+only; the logic lives in client/ and gateway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from mcp_agent_kit.client.channel import PeerError
+from mcp_agent_kit.client.client import Client
+from mcp_agent_kit.wire.jsonrpc import RpcError
+
+
+def _probe_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_agent_kit probe", description="find out which MCP era a server speaks"
+    )
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each probe reply (default 5)")
+    parser.add_argument(
+        "--allow-legacy",
+        action="store_true",
+        help="on silence, exit or garbage, still try the initialize handshake (on a fresh process)",
+    )
+    parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header")
+    parser.add_argument("target", nargs="+", help="an http(s) URL, or -- COMMAND ARGS...")
+    return parser
+
+
+def _make_client(target: list[str], args: argparse.Namespace) -> Client:
+    options: dict[str, Any] = {"timeout": args.timeout, "allow_legacy": args.allow_legacy}
+    if len(target) == 1 and target[0].startswith(("http://", "https://")):
+        headers = dict(item.split(":", 1) for item in args.header if ":" in item)
+        return Client.http(target[0], {k.strip(): v.strip() for k, v in headers.items()}, **options)
+    return Client.stdio(target[0], target[1:], **options)
+
+
+def main_probe(argv: list[str]) -> int:
+    parser = _probe_parser()
+    args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    try:
+        client = _make_client(list(args.target), args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        verdict = client.probe()
+        report = verdict.to_json()
+        if verdict.era != "unavailable" and (verdict.era == "legacy" or "tools" in verdict.capabilities):
+            try:
+                report["tools"] = [tool["name"] for tool in client.list_tools()]
+            except (RpcError, PeerError, ValueError) as exc:
+                report["toolsError"] = str(exc)
+        elif verdict.era != "unavailable":
+            report["tools"] = []
+    finally:
+        client.close()
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0 if verdict.era != "unavailable" else 1
+
+
+def main_gateway(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_agent_kit gateway", description="serve many MCP servers as one merged server"
+    )
+    parser.add_argument("config", help="a JSON file with an mcpServers object (Claude Desktop / mcp.json shape)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP")
+    parser.add_argument("--token", help="require this bearer token (HTTP)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="probe timeout per backend (default 5)")
+    parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
+    from mcp_agent_kit.client.gateway import ConfigError, Gateway, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 2
+    gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
+    try:
+        gateway.start()
+        if args.http:
+            from mcp_agent_kit.server import parse_host_port
+
+            host, port = parse_host_port(args.http, parser)
+            return gateway.server.serve_http(host, port, token=args.token)
+        return gateway.server.serve_stdio()
+    finally:
+        gateway.close()

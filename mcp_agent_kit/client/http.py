@@ -1,0 +1,212 @@
+"""http: a client Channel to a Streamable HTTP MCP endpoint, with the standard library's http.client.
+
+Each request is one POST on its own connection (so calls may run concurrently); the reply is
+either one JSON object or an SSE stream carrying request-scoped notifications, legacy server
+requests (answered by POSTing the reply back) and finally the response. Legacy sessions
+(`Mcp-Session-Id`) are kept and echoed, and ended with DELETE on close. Rules: no protocol
+decisions; outcomes map to probe events — 401/403 "auth", 5xx "http-5xx", a 4xx without a
+JSON-RPC body "http-4xx", a refused connection "unreachable" — and are never raised.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.headers import request_headers
+from mcp_agent_kit.client.probe import Event, Failure, Reply
+from mcp_agent_kit.wire import jsonrpc
+
+log = logging.getLogger("mcp_agent_kit.client")
+MAX_BODY = 32 * 1024 * 1024
+MAX_EVENT = 16 * 1024 * 1024
+ACCEPT = "application/json, text/event-stream"
+_HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def iter_sse(stream: Any, limit: int = MAX_EVENT) -> Iterator[tuple[str, str]]:
+    """(event name, data) for each SSE event on a binary stream; comment lines are skipped."""
+    name, size = "message", 0
+    data: list[str] = []
+    while True:
+        raw = stream.readline(limit + 1)
+        if not raw:
+            if data:
+                yield name, "\n".join(data)
+            return
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data, size = "message", [], 0
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            size += len(value)
+            if size > limit:
+                raise ValueError("an SSE event exceeds the size limit")
+            data.append(value)
+        elif field == "event":
+            name = value or "message"
+
+
+class HttpChannel:
+    """One MCP endpoint URL; `headers` are added to every request (e.g. Authorization)."""
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None, *, verify: bool = True) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.origin = origin_of(url)
+        self._parts = parts
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.extra = dict(headers or {})
+        self.verify = verify
+        self.strict = False
+        self.on_request: RequestHandler | None = None
+        self.on_notification: NotificationHandler | None = None
+        self.legacy_version: str | None = None
+        self.session_id: str | None = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return self.url
+
+    def restart(self) -> None:
+        self.session_id = None
+        self.legacy_version = None
+
+    def close(self) -> None:
+        session, self.session_id = self.session_id, None
+        if session is None:
+            return
+        try:
+            conn = self._connect(5.0)
+            conn.request("DELETE", self.path, headers={**self.extra, "Mcp-Session-Id": session})
+            conn.getresponse().read()
+            conn.close()
+        except (OSError, http.client.HTTPException):
+            pass
+
+    # ---- plumbing ------------------------------------------------------------------------------
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        host, port = self._parts.hostname or "", self._parts.port
+        if self._parts.scheme == "https":
+            context = ssl.create_default_context()
+            if not self.verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        return http.client.HTTPConnection(host, port, timeout=timeout)
+
+    def _headers(self, message: dict[str, Any], extra: dict[str, str] | None) -> dict[str, str]:
+        headers = {**self.extra, "Content-Type": "application/json", "Accept": ACCEPT}
+        modern = request_headers(message)
+        if modern:
+            headers.update(modern)
+        else:
+            if self.session_id and message.get("method") != "initialize":
+                headers["Mcp-Session-Id"] = self.session_id
+            version = self.legacy_version
+            if version and version >= _HEADERED_SINCE and message.get("method") != "initialize":
+                headers["MCP-Protocol-Version"] = version
+        headers.update(extra or {})
+        return headers
+
+    # ---- channel API -----------------------------------------------------------------------------
+    def notify(self, message: dict[str, Any]) -> None:
+        self._post_quietly(message)
+
+    def _post_quietly(self, message: dict[str, Any]) -> None:
+        try:
+            conn = self._connect(10.0)
+            conn.request("POST", self.path, body=jsonrpc.encode(message), headers=self._headers(message, None))
+            conn.getresponse().read(MAX_BODY)
+            conn.close()
+        except (OSError, http.client.HTTPException) as exc:
+            log.warning("could not POST to %s: %s", self.url, exc)
+
+    def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
+        try:
+            conn = self._connect(timeout)
+        except ValueError as exc:
+            return Failure("unreachable", str(exc))
+        try:
+            conn.request("POST", self.path, body=jsonrpc.encode(message), headers=self._headers(message, headers))
+            response = conn.getresponse()
+            return self._outcome(message, response)
+        except TimeoutError:
+            return Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")
+        except (ConnectionRefusedError, socket.gaierror) as exc:
+            return Failure("unreachable", f"{self.url}: {exc}")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return Failure("exited", f"{self.url}: connection failed: {exc}")
+        finally:
+            conn.close()
+
+    def _outcome(self, message: dict[str, Any], response: http.client.HTTPResponse) -> Event:
+        status = response.status
+        if status in (401, 403):
+            challenge = response.getheader("WWW-Authenticate")
+            response.read(MAX_BODY)
+            return Failure("auth", f"HTTP {status}" + (f" ({challenge})" if challenge else ""))
+        if status >= 500:
+            body = response.read(4096)
+            return Failure("http-5xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+        session = response.getheader("Mcp-Session-Id")
+        if session and message.get("method") == "initialize" and status < 300:
+            self.session_id = session
+        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if content_type == "text/event-stream" and status < 300:
+            return self._read_stream(message, response)
+        body = response.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:
+            return Failure("garbage", "the response body exceeds the size limit")
+        incoming = jsonrpc.decode(body) if body else None
+        if incoming is not None and incoming.kind == "response":
+            return Reply(incoming.message, status)
+        if status >= 400:
+            return Failure("http-4xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}")
+        if not body:
+            return Failure("invalid", f"HTTP {status} with an empty body for a request")
+        return Failure("garbage", f"HTTP {status}: not a JSON-RPC response: {body[:120].decode('utf-8', 'replace')!r}")
+
+    def _read_stream(self, message: dict[str, Any], response: http.client.HTTPResponse) -> Event:
+        for _, data in iter_sse(response):
+            if not data.strip():
+                continue
+            incoming = jsonrpc.decode(data)
+            if incoming.kind == "response" and incoming.message.get("id") == message["id"]:
+                return Reply(incoming.message, response.status)
+            if incoming.kind == "notification" and self.on_notification is not None:
+                self.on_notification(incoming.message)
+            elif incoming.kind == "request":
+                threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
+            elif incoming.kind == "invalid" and self.strict:
+                return Failure("garbage", f"non-JSON-RPC data on the SSE stream: {data[:120]!r}")
+        return Failure("exited", "the SSE stream ended before the response arrived")
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        handler = self.on_request
+        if handler is None:
+            text = f"Method not found: {request['method']}"
+            reply = jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, text)
+        else:
+            reply = handler(request)
+        self._post_quietly(reply)

@@ -1,0 +1,235 @@
+"""stdio: a client Channel to an MCP server run as a child process (newline-delimited JSON-RPC).
+
+Spawns the command with its args, env and cwd; a reader thread matches replies to waiting
+requests, hands notifications and (legacy) server requests to the client's callbacks, and a
+second thread keeps the last bytes of stderr for error messages. Close shuts down politely:
+stdin closed, a grace period, then terminate, then kill. Rules: no protocol decisions; peer
+failures become probe Failures ("exited", "timeout", "garbage"), never exceptions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.probe import Event, Failure, Reply
+from mcp_agent_kit.wire import jsonrpc
+
+log = logging.getLogger("mcp_agent_kit.client")
+MAX_LINE = 16 * 1024 * 1024
+STDERR_KEEP = 16 * 1024
+
+
+class _Slot:
+    __slots__ = ("done", "event")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.event: Event | None = None
+
+    def resolve(self, event: Event) -> None:
+        if not self.done.is_set():
+            self.event = event
+            self.done.set()
+
+
+class StdioChannel:
+    """A child process speaking MCP on its stdin/stdout."""
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        grace: float = 2.0,
+        max_line: int = MAX_LINE,
+    ) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self.grace = grace
+        self.max_line = max_line
+        self.strict = False
+        self.on_request: RequestHandler | None = None
+        self.on_notification: NotificationHandler | None = None
+        self.legacy_version: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._pending: dict[Any, _Slot] = {}
+        self._stderr = bytearray()
+        self._exit_note = ""
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    def describe(self) -> str:
+        return " ".join([self.command, *self.args])
+
+    def start(self) -> None:
+        env = {**os.environ, **self.env} if self.env else None
+        try:
+            proc = subprocess.Popen(
+                [self.command, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=self.cwd,
+            )
+        except OSError as exc:
+            self._exit_note = f"could not start {self.command!r}: {exc}"
+            self._proc = None
+            return
+        self._proc = proc
+        self._stderr = bytearray()
+        self._exit_note = ""
+        assert proc.stdout is not None and proc.stderr is not None
+        threading.Thread(target=self._read, args=(proc, proc.stdout), name="mcp-client-stdout", daemon=True).start()
+        threading.Thread(target=self._drain_stderr, args=(proc.stderr,), name="mcp-client-stderr", daemon=True).start()
+
+    def restart(self) -> None:
+        self.close()
+        self.start()
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        for step in (None, proc.terminate, proc.kill):
+            if step is not None:
+                step()
+            try:
+                proc.wait(self.grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self._fail_all(Failure("exited", "the client closed the connection"))
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def stderr_tail(self) -> str:
+        return bytes(self._stderr).decode("utf-8", "replace")
+
+    # ---- I/O --------------------------------------------------------------------------------------
+    def _write(self, message: dict[str, Any]) -> bool:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return False
+        data = jsonrpc.encode(message) + b"\n"
+        with self._write_lock:
+            try:
+                proc.stdin.write(data)
+                proc.stdin.flush()
+            except (OSError, ValueError):
+                return False
+        return True
+
+    def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
+        if self._proc is None:
+            self.start()
+        if self._proc is None:
+            return Failure("exited", self._exit_note)
+        slot = _Slot()
+        id_ = message["id"]
+        with self._lock:
+            self._pending[id_] = slot
+        if not self._write(message):
+            slot.resolve(Failure("exited", self._exit_reason()))
+        if not slot.done.wait(timeout):
+            slot.resolve(Failure("timeout", f"no reply to {message['method']} within {timeout:g}s"))
+            self._write(jsonrpc.notification("notifications/cancelled", {"requestId": id_, "reason": "timeout"}))
+        with self._lock:
+            self._pending.pop(id_, None)
+        assert slot.event is not None
+        return slot.event
+
+    def notify(self, message: dict[str, Any]) -> None:
+        self._write(message)
+
+    def _exit_reason(self) -> str:
+        proc = self._proc
+        code = proc.poll() if proc is not None else None
+        tail = self.stderr_tail().strip().splitlines()[-3:]
+        note = f"the server process exited (code {code})" if code is not None else "the server closed its stdout"
+        return note + (f"; stderr: {' | '.join(tail)}" if tail else "")
+
+    def _fail_all(self, failure: Failure) -> None:
+        with self._lock:
+            slots = list(self._pending.values())
+        for slot in slots:
+            slot.resolve(failure)
+
+    def _read(self, proc: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
+        while True:
+            try:
+                line = stream.readline(self.max_line + 1)
+            except (OSError, ValueError):
+                line = b""
+            if not line:
+                break
+            if len(line) > self.max_line:
+                self._garbage(f"a line longer than {self.max_line} bytes")
+                break
+            if line.strip():
+                self._on_line(line)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(self.grace)
+        if proc is self._proc or self._proc is None:
+            self._fail_all(Failure("exited", self._exit_reason()))
+
+    def _on_line(self, line: bytes) -> None:
+        incoming = jsonrpc.decode(line)
+        if incoming.kind == "response":
+            with self._lock:
+                slot = self._pending.get(incoming.message["id"])
+            if slot is not None:
+                slot.resolve(Reply(incoming.message))
+        elif incoming.kind == "notification":
+            if self.on_notification is not None:
+                self.on_notification(incoming.message)
+        elif incoming.kind == "request":
+            threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
+        else:
+            self._garbage(line[:120].decode("utf-8", "replace").strip())
+
+    def _garbage(self, sample: str) -> None:
+        if self.strict:
+            self._fail_all(Failure("garbage", f"the server wrote non-JSON-RPC output: {sample!r}"))
+        else:
+            log.warning("%s wrote a line that is not JSON-RPC: %r", self.describe(), sample)
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        handler = self.on_request
+        if handler is None:
+            text = f"Method not found: {message['method']}"
+            reply = jsonrpc.error_reply(message["id"], jsonrpc.METHOD_NOT_FOUND, text)
+        else:
+            reply = handler(message)
+        self._write(reply)
+
+    def _drain_stderr(self, stream: IO[bytes]) -> None:
+        while True:
+            try:
+                chunk = stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            self._stderr += chunk
+            if len(self._stderr) > STDERR_KEEP:
+                del self._stderr[: len(self._stderr) - STDERR_KEEP]
