@@ -1,8 +1,9 @@
 """stdio: newline-delimited JSON-RPC over a byte stream pair, serving one Dispatcher.
 
-Threads follow the leader/follower pattern: the thread holding the read lock reads one line,
-hands the lock to an idle thread and then handles the line itself, so a slow tool never blocks
-the next request and a fast call pays no queue hand-off. Rules: stdout carries nothing but
+One leader thread reads a line and handles it inline, so a fast call pays no thread hand-off.
+A watchdog promotes a fresh leader when the current one has spent more than a couple of
+milliseconds on one message (a slow tool, or a tool waiting for the client), so a slow tool
+never blocks the next request; the old leader retires when its work is done. Rules: stdout carries nothing but
 whole JSON-RPC lines (the real fd 1 is kept private and print() goes to stderr); lines are
 bounded; EOF or SIGTERM lets in-flight work finish before exit 0. Protocol logic lives in the
 dispatcher, never here.
@@ -16,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
@@ -73,8 +75,10 @@ class StdioTransport:
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self.promote_after = 0.002
+        self._workers: set[_Worker] = set()
+        self._leader: _Worker | None = None
+        self._watching = threading.Event()
         self._busy = 0
         self._eof = False
         self._drained = threading.Condition(self._state_lock)
@@ -99,7 +103,7 @@ class StdioTransport:
             if self._eof:
                 raise RpcError(jsonrpc.INTERNAL_ERROR, "the client has closed the connection")
             self._pending[id_] = future
-            self._ensure_reader()
+        self._promote_if_leader()
         try:
             self.write(jsonrpc.request(id_, method, params))
             return future.result(timeout=self.request_timeout)
@@ -135,22 +139,22 @@ class StdioTransport:
             return b""
         return line.rstrip(b"\r\n")
 
-    def _loop(self) -> None:
+    def _lead(self, worker: _Worker) -> None:
+        """Read and handle lines while this worker is the leader."""
         while True:
-            with self._state_lock:
-                self._idle += 1
             with self._read_lock:
-                with self._state_lock:
-                    self._idle -= 1
-                    if self._eof:
-                        return
+                if self._leader is not worker or self._eof:
+                    return
                 line = self._read_line()
-                with self._state_lock:
-                    if line is None:
-                        self._finish_input()
-                        return
-                    self._busy += 1
-                    self._ensure_reader()
+            with self._state_lock:
+                if line is None:
+                    self._finish_input()
+                    return
+                self._busy += 1
+                worker.seq += 1
+                worker.started = time.monotonic()
+            if not self._watching.is_set():
+                self._watching.set()
             try:
                 if line.strip():
                     self._handle_line(line)
@@ -158,21 +162,55 @@ class StdioTransport:
                 log.exception("unexpected error while handling a line")
             finally:
                 with self._state_lock:
+                    worker.started = 0.0
                     self._busy -= 1
                     self._drained.notify_all()
+                    if self._leader is not worker:
+                        self._workers.discard(worker)
+                        return
 
-    def _ensure_reader(self) -> None:
-        """Keep one thread ready to read while others work (call with _state_lock held)."""
-        if self._idle == 0 and len(self._threads) < self.max_threads and not self._eof:
-            thread = threading.Thread(target=self._loop, name="mcp-stdio", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+    def _promote(self) -> None:
+        """Make a new leader (call with _state_lock held)."""
+        if self._eof or len(self._workers) >= self.max_threads:
+            return
+        worker = _Worker()
+        self._workers.add(worker)
+        self._leader = worker
+        thread = threading.Thread(target=self._lead, args=(worker,), name="mcp-stdio", daemon=True)
+        worker.thread = thread
+        thread.start()
+
+    def _promote_if_leader(self) -> None:
+        """A leader about to block (e.g. waiting for the client) hands over reading now."""
+        with self._state_lock:
+            leader = self._leader
+            if leader is not None and leader.thread is threading.current_thread():
+                self._promote()
+
+    def _watch(self) -> None:
+        """Promote a new leader when the current one is stuck on one message."""
+        while True:
+            with self._state_lock:
+                if self._eof:
+                    return
+                leader = self._leader
+                seq, started = (leader.seq, leader.started) if leader else (0, 0.0)
+            if not started:
+                self._watching.wait(0.05)
+                self._watching.clear()
+                continue
+            time.sleep(self.promote_after)
+            with self._state_lock:
+                if self._leader is leader and leader is not None and leader.seq == seq and leader.started == started:
+                    self._promote()
 
     def _finish_input(self) -> None:
+        """EOF (call with _state_lock held): fail pending client requests, wake the waiters."""
         self._eof = True
         for future in self._pending.values():
             future.set_exception(RpcError(jsonrpc.INTERNAL_ERROR, "the client closed the connection"))
         self._drained.notify_all()
+        self._watching.set()
 
     def _handle_line(self, line: bytes) -> None:
         incoming = jsonrpc.decode(line)
@@ -213,7 +251,8 @@ class StdioTransport:
     def serve(self) -> int:
         """Serve until EOF (or SIGTERM in the main thread); in-flight requests finish first."""
         with self._state_lock:
-            self._ensure_reader()
+            self._promote()
+        threading.Thread(target=self._watch, name="mcp-stdio-watch", daemon=True).start()
         try:
             with self._state_lock:
                 while not (self._eof and self._busy == 0):
@@ -226,6 +265,20 @@ class StdioTransport:
         finally:
             self._unsubscribe()
         return 0
+
+    def readers_alive(self) -> bool:
+        return any(worker.thread is not None and worker.thread.is_alive() for worker in list(self._workers))
+
+
+class _Worker:
+    """One leader-capable thread and what it is working on."""
+
+    __slots__ = ("seq", "started", "thread")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.started = 0.0
+        self.thread: threading.Thread | None = None
 
 
 def _raise_stop(signum: int, frame: Any) -> None:
@@ -244,7 +297,7 @@ def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
         signal.signal(signal.SIGTERM, _raise_stop)
     transport = StdioTransport(dispatcher, sys.stdin.buffer, protocol_out, **options)
     code = transport.serve()
-    if any(thread.is_alive() for thread in transport._threads):
+    if transport.readers_alive():
         # A reader is still blocked on stdin (we stopped on SIGTERM): the interpreter cannot
         # shut down cleanly around it, so flush and leave now. All replies were written.
         logging.shutdown()

@@ -1,0 +1,105 @@
+"""Benchmark the stdio server against a floor and a peer, in one run, as ratios.
+
+Contestants: a bare JSON responder (the floor), examples/metrics_server.py (ours, argument
+validation on), and, when `mcp` is importable, the same tool on the official SDK's MCPServer.
+Each is measured N times (median): start-to-first-reply, 1000 sequential tools/call round
+trips, and peak RSS. Run: python bench/stdio_bench.py [--runs 5] [--calls 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+}
+ARGS = {"values": [1.5, 2.5, 3, 4, 5, 6, 7, 8], "metric_type": "mean"}
+
+
+def request(id_: int, method: str, **params: object) -> bytes:
+    body = {"jsonrpc": "2.0", "id": id_, "method": method, "params": {"_meta": META, **params}}
+    return json.dumps(body).encode() + b"\n"
+
+
+def peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def measure(script: Path, calls: int) -> tuple[float, float, int]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request(0, "server/discover"))
+    proc.stdin.flush()
+    first = json.loads(proc.stdout.readline())
+    start_s = time.perf_counter() - started
+    assert first.get("id") == 0, first
+    call = [request(n, "tools/call", name="calculate_metrics", arguments=ARGS) for n in range(1, calls + 1)]
+    t0 = time.perf_counter()
+    for n, line in enumerate(call, 1):
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        while reply.get("id") != n:  # skip notifications, if any
+            reply = json.loads(proc.stdout.readline())
+    calls_s = time.perf_counter() - t0
+    assert "result" in reply, reply
+    rss = peak_rss_kb(proc.pid)
+    proc.stdin.close()
+    proc.wait(30)
+    return start_s, calls_s, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=1000)
+    args = parser.parse_args()
+    # Installed packages ship bytecode; compile ours so the comparison is like for like.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mcp_agent_kit"), str(ROOT / "examples")],
+                   check=True)
+    contestants = {"floor": ROOT / "bench/floor_responder.py", "mcp-agent-kit": ROOT / "examples/metrics_server.py"}
+    if importlib.util.find_spec("mcp") is not None:
+        contestants["official SDK"] = ROOT / "bench/sdk_metrics_server.py"
+    results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in contestants}
+    for _ in range(args.runs):  # interleave contestants so drift hits all alike
+        for name, script in contestants.items():
+            results[name].append(measure(script, args.calls))
+    medians = {
+        name: tuple(statistics.median(run[i] for run in runs) for i in range(3)) for name, runs in results.items()
+    }
+    floor = medians["floor"]
+    print(f"stdio bench: {args.runs} runs (median), {args.calls} sequential tools/call round trips")
+    print(f"{'server':<16}{'start ms':>10}{'x floor':>9}{'calls ms':>11}{'x floor':>9}{'us/call':>9}"
+          f"{'RSS MiB':>9}{'x floor':>9}")
+    for name, (start, calls, rss) in medians.items():
+        print(
+            f"{name:<16}{start * 1e3:>10.1f}{start / floor[0]:>9.2f}{calls * 1e3:>11.1f}{calls / floor[1]:>9.2f}"
+            f"{calls / args.calls * 1e6:>9.1f}{rss / 1024:>9.1f}{rss / floor[2]:>9.2f}"
+        )
+    ours = medians["mcp-agent-kit"]
+    print(f"targets: start <= 2.5x ({ours[0] / floor[0]:.2f}), calls <= 1.3x ({ours[1] / floor[1]:.2f}), "
+          f"RSS <= 1.6x ({ours[2] / floor[2]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
