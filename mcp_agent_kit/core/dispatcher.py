@@ -93,6 +93,9 @@ class Dispatcher:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self.features: set[str] = set()  # optional abilities a transport adds, e.g. "listen"
+        self._offered: frozenset[str] | None = None
+        self._server_info: dict[str, Any] | None = None
+        registry.on_change(self._registry_changed)
 
     # ---- entry points -------------------------------------------------------------------------
     def handle(
@@ -218,7 +221,10 @@ class Dispatcher:
         result.setdefault("resultType", "complete")
         meta = result.get("_meta")
         meta = dict(meta) if isinstance(meta, dict) else {}
-        meta[mcp.META_SERVER_INFO] = self.registry.server_info()
+        info = self._server_info
+        if info is None:
+            info = self._server_info = self.registry.server_info()
+        meta[mcp.META_SERVER_INFO] = info
         result["_meta"] = meta
         if method in mcp.CACHEABLE_METHODS and result["resultType"] == "complete":
             result.setdefault("ttlMs", self.registry.cache_ttl_ms)
@@ -227,7 +233,15 @@ class Dispatcher:
 
     # ---- capabilities ---------------------------------------------------------------------------
     def _offers(self, need: str | None) -> bool:
-        return need is None or need in self.capabilities(MODERN)
+        if need is None:
+            return True
+        offered = self._offered
+        if offered is None:
+            offered = self._offered = frozenset(self.capabilities(MODERN))
+        return need in offered
+
+    def _registry_changed(self, kind: str, uri: str | None) -> None:
+        self._offered = None
 
     def capabilities(self, era: str) -> dict[str, Any]:
         """ServerCapabilities, derived from what is registered right now."""

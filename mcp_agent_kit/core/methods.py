@@ -152,9 +152,13 @@ def prompts_list(call: Call) -> dict[str, Any]:
 
 
 # ---- running handlers that may ask for input ---------------------------------------------------
-def _run_with_input(call: Call, target: str, arguments: dict[str, Any], run: Callable[[Context], Any]) -> Any:
+def _run_with_input(
+    call: Call, target: str, arguments: dict[str, Any], run: Callable[[Context | None], Any], handler: Handler
+) -> Any:
     """Run a handler; in the modern era an InputRequired ends the round with a sealed state."""
     registry = call.registry
+    if handler.context_arg is None and "requestState" not in call.params and "inputResponses" not in call.params:
+        return run(None)  # fast path: a handler without a Context can never ask for input
     if call.era == LEGACY:
         broker = LegacyBroker(call.capabilities, call.out.request if call.out is not None else None)
         return run(call.context(broker))
@@ -217,7 +221,13 @@ def tools_call(call: Call) -> dict[str, Any]:
     tool = call.registry.get_tool(name)
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
-    violations = tool.validator().validate(arguments)
+    try:
+        validator = tool.validator()
+    except ValueError as exc:  # SchemaError: the tool's own schema is broken
+        raise RpcError(INTERNAL_ERROR, f"Internal error: tool {name!r} has an invalid inputSchema: {exc}") from exc
+    if validator.is_valid(arguments):
+        return execute_tool(call, tool, _coerce_integers(tool.input_schema, arguments))
+    violations = validator.validate(arguments)
     if violations:
         detail = "; ".join(v.message for v in violations)
         return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
@@ -228,11 +238,11 @@ def tools_call(call: Call) -> dict[str, Any]:
 def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run a validated tool call to its CallToolResult (or an InputRequiredResult)."""
 
-    def run(ctx: Context) -> Any:
+    def run(ctx: Context | None) -> Any:
         return invoke.call(tool.handler, arguments, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, tool.name, arguments, run)
+        value = _run_with_input(call, tool.name, arguments, run, tool.handler)
         if isinstance(value, _InputRequiredResult):
             return dict(value)
         result = content.tool_result(value)
@@ -282,11 +292,11 @@ def resources_read(call: Call) -> dict[str, Any]:
     definition, variables = found
     handler: Handler = definition.handler
 
-    def run(ctx: Context) -> Any:
+    def run(ctx: Context | None) -> Any:
         return invoke.call(handler, variables, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, uri, variables, run)
+        value = _run_with_input(call, uri, variables, run, handler)
     except ResourceNotFound as exc:
         raise _not_found(call, exc.uri) from exc
     except RpcError:
@@ -329,11 +339,11 @@ def prompts_get(call: Call) -> dict[str, Any]:
     if not prompt.handler.takes_kwargs:
         arguments = {key: value for key, value in arguments.items() if key in known}
 
-    def run(ctx: Context) -> Any:
+    def run(ctx: Context | None) -> Any:
         return invoke.call(prompt.handler, arguments, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, name, arguments, run)
+        value = _run_with_input(call, name, arguments, run, prompt.handler)
         if isinstance(value, _InputRequiredResult):
             return dict(value)
         messages, description = content.prompt_messages(value)
