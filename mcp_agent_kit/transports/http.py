@@ -1,0 +1,425 @@
+"""http: Streamable HTTP on `http.server.ThreadingHTTPServer`, serving one Dispatcher in both eras.
+
+One endpoint (default `/mcp`). The `MCP-Protocol-Version` header picks the era (digest §8):
+a modern request walks the dispatcher's ladder with header checks plugged in and gets the
+status codes of §6; a handshake-era request uses `Mcp-Session-Id` sessions, a GET standalone
+stream and DELETE. Before anything: Host/Origin allowlists (403), bearer token (401), media
+types (406/415) and a body limit (413). Workers are bounded, and a reaper cuts off clients
+that dribble a request. Rules: protocol logic stays in the dispatcher; this module maps HTTP
+to it and back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from mcp_agent_kit.core import listen
+from mcp_agent_kit.core.dispatcher import MODERN, Connection, Dispatcher, is_enveloped
+from mcp_agent_kit.transports import http_headers
+from mcp_agent_kit.transports.http_legacy import Session, Sessions
+from mcp_agent_kit.transports.http_security import Policy
+from mcp_agent_kit.transports.sse import Exchange
+from mcp_agent_kit.wire import jsonrpc, mcp
+from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
+
+log = logging.getLogger("mcp_agent_kit.http")
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+SESSION_HEADER = "Mcp-Session-Id"
+
+
+def _error_body(code: int, message: str) -> bytes:
+    return jsonrpc.encode(jsonrpc.error_reply(None, code, message))
+
+
+class Reaper:
+    """Shuts down sockets whose request is not fully read by its deadline (slow clients)."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self._deadlines: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._interval = interval
+        threading.Thread(target=self._run, name="mcp-http-reaper", daemon=True).start()
+
+    def watch(self, sock: socket.socket, seconds: float) -> None:
+        with self._lock:
+            self._deadlines[sock] = time.monotonic() + seconds
+
+    def release(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._deadlines.pop(sock, None)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            now = time.monotonic()
+            with self._lock:
+                late = [sock for sock, deadline in self._deadlines.items() if deadline <= now]
+                for sock in late:
+                    del self._deadlines[sock]
+            for sock in late:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class McpHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server with a bounded number of worker threads."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        dispatcher: Dispatcher,
+        *,
+        path: str = "/mcp",
+        policy: Policy | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_workers: int = 64,
+        header_timeout: float = 10.0,
+        idle_timeout: float = 30.0,
+        session_ttl: float = 3600.0,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.path = path
+        self.policy = policy or Policy(bind_host=address[0])
+        self.max_body = max_body
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        self.sessions = Sessions(dispatcher, idle_ttl=session_ttl)
+        self.reaper = Reaper()
+        self.closing = threading.Event()
+        self._slots = threading.BoundedSemaphore(max_workers)
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        listen.install(dispatcher)
+        super().__init__(address, McpRequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self._slots.acquire()  # at most max_workers connections are served at once
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def server_close(self) -> None:
+        self.closing.set()
+        listen.close(self.dispatcher)
+        self.reaper.stop()
+        self.sessions.close()
+        super().server_close()
+
+
+class McpRequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: McpHTTPServer
+    server_version = "mcp-agent-kit"
+
+    # ---- connection handling ---------------------------------------------------------------
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout)
+
+    def handle_one_request(self) -> None:
+        """Wait for a request line (idle timeout), then read the rest under a deadline."""
+        srv = self.server
+        try:
+            self.connection.settimeout(srv.idle_timeout)
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            self.connection.settimeout(srv.header_timeout)
+            srv.reaper.watch(self.connection, srv.header_timeout)
+            try:
+                if len(self.raw_requestline) > 65536:
+                    self.send_error(414)
+                    return
+                if not self.parse_request():
+                    return
+                method = getattr(self, "do_" + self.command, None)
+                if method is None:
+                    self._plain(405, b"method not allowed", {"Allow": "GET, POST, DELETE"})
+                    return
+                method()
+            finally:
+                srv.reaper.release(self.connection)
+            self.wfile.flush()
+        except (TimeoutError, OSError):
+            self.close_connection = True
+
+    def _body_read(self) -> None:
+        """The request is fully read: lift the deadline, allow long-running work."""
+        self.server.reaper.release(self.connection)
+        self.connection.settimeout(None)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # ---- small replies ------------------------------------------------------------------------
+    def _plain(self, status: int, body: bytes, headers: dict[str, str] | None = None,
+               content_type: str = "text/plain; charset=utf-8") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json_error(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._plain(status, _error_body(code, message), headers, "application/json")
+
+    def _gate(self) -> tuple[bool, str | None]:
+        """Path, Host, Origin and token checks: (passed, principal); a failure is already answered."""
+        srv = self.server
+        if self.path.split("?", 1)[0] != srv.path:
+            self.close_connection = True
+            self._plain(404, b"not found")
+            return False, None
+        policy = srv.policy
+        if not policy.host_ok(self.headers.get("Host")) or not policy.origin_ok(self.headers.get("Origin")):
+            self.close_connection = True
+            self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
+            return False, None
+        if not policy.auth_required:
+            return True, None
+        principal = policy.principal(self.headers.get("Authorization"))
+        if principal is None:
+            self.close_connection = True
+            error = "invalid_token" if self.headers.get("Authorization") else "invalid_request"
+            self._json_error(401, INVALID_REQUEST, "Unauthorized: a valid bearer token is required",
+                             {"WWW-Authenticate": f'Bearer realm="mcp", error="{error}"'})
+            return False, None
+        return True, principal
+
+    def _accepts(self, *types: str) -> bool:
+        accept = self.headers.get("Accept")
+        if accept is None:
+            return True
+        kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+        return bool(kinds & {*types, "*/*"})
+
+    def _is_modern(self, version: str | None) -> bool:
+        return version is not None and version.strip() not in mcp.LEGACY_VERSIONS
+
+    # ---- methods ------------------------------------------------------------------------------
+    def do_POST(self) -> None:
+        passed, principal = self._gate()
+        if not passed:
+            return
+        ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            self.close_connection = True
+            self._json_error(415, INVALID_REQUEST, "Unsupported Media Type: use application/json")
+            return
+        if not self._accepts("application/json", "text/event-stream"):
+            self.close_connection = True
+            self._json_error(406, INVALID_REQUEST, "Not Acceptable: accept application/json or text/event-stream")
+            return
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            self.close_connection = True
+            self._json_error(411, INVALID_REQUEST, "Length Required")
+            return
+        if int(length) > self.server.max_body:
+            self.close_connection = True
+            self._json_error(413, INVALID_REQUEST, f"Payload Too Large: at most {self.server.max_body} bytes")
+            return
+        body = self.rfile.read(int(length))
+        self._body_read()
+        incoming = jsonrpc.decode(body)
+        if incoming.kind == "invalid":
+            assert incoming.reply is not None
+            self._plain(400, jsonrpc.encode(incoming.reply), content_type="application/json")
+            return
+        version = self.headers.get("MCP-Protocol-Version")
+        message = incoming.message
+        modern = self._is_modern(version) or (
+            version is None and incoming.kind == "request" and message["method"] != "initialize"
+            and is_enveloped(message)
+        )
+        if modern:
+            self._modern(incoming.kind, message, principal)
+        else:
+            self._legacy(incoming.kind, message, principal)
+
+    def do_GET(self) -> None:
+        passed, principal = self._gate()
+        if not passed:
+            return
+        if self._is_modern(self.headers.get("MCP-Protocol-Version")):
+            self._plain(405, b"", {"Allow": "POST"})
+            return
+        session = self._session(principal)
+        if session is None:
+            return
+        if not self._accepts("text/event-stream"):
+            self._json_error(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")
+            return
+        self._body_read()
+        self._standalone_stream(session)
+
+    def do_DELETE(self) -> None:
+        passed, principal = self._gate()
+        if not passed:
+            return
+        if self._is_modern(self.headers.get("MCP-Protocol-Version")):
+            self._plain(405, b"", {"Allow": "POST"})
+            return
+        session = self._session(principal)
+        if session is None:
+            return
+        self.server.sessions.delete(session.id)
+        self._plain(200, b"")
+
+    # ---- modern era ---------------------------------------------------------------------------
+    def _modern(self, kind: str, message: dict[str, Any], principal: str | None) -> None:
+        if kind == "response":
+            self._json_error(400, INVALID_REQUEST, "Invalid Request: clients do not send responses here")
+            return
+        if kind == "notification":
+            self._plain(202, b"")
+            return
+        if message["method"] == "subscriptions/listen" and not self._accepts("text/event-stream"):
+            self._json_error(406, INVALID_REQUEST, "Not Acceptable: subscriptions/listen answers with SSE")
+            return
+        srv = self.server
+        headers = self.headers
+        reached: list[str] = []
+
+        def lookup(name: str) -> str | None:
+            return headers.get(name)
+
+        def check(stage: str, msg: dict[str, Any]) -> None:
+            reached.append(stage)
+            if stage == "envelope":
+                http_headers.check_envelope(lookup, msg)
+            elif stage == "params":
+                http_headers.check_params(lookup, msg, srv.dispatcher.registry)
+
+        exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
+        conn = Connection(era=MODERN, principal=principal, can_request=False)
+        reply = srv.dispatcher.handle(message, conn, exchange, exchange.cancel, check)
+        exchange.finish(reply, _status(reply, bool(reached)))
+
+    # ---- legacy era ---------------------------------------------------------------------------
+    def _session(self, principal: str | None) -> Session | None:
+        id_ = self.headers.get(SESSION_HEADER)
+        if id_ is None:
+            self._json_error(400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+            return None
+        session = self.server.sessions.get(id_.strip(), principal)
+        if session is None:
+            self._json_error(404, INVALID_REQUEST, "Session not found")
+        return session
+
+    def _legacy(self, kind: str, message: dict[str, Any], principal: str | None) -> None:
+        srv = self.server
+        if kind == "request" and message["method"] == "initialize":
+            session = srv.sessions.create(principal)
+        else:
+            found = self._session(principal)
+            if found is None:
+                return
+            session = found
+        if kind == "response":
+            session.resolve(message)
+            self._plain(202, b"")
+            return
+        if kind == "notification":
+            srv.dispatcher.notification(message, session.conn)
+            self._plain(202, b"")
+            return
+        sessions = srv.sessions
+
+        def requester(via: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return sessions.request(session, via, method, params)
+
+        exchange = Exchange(
+            self,
+            can_stream=self._accepts("text/event-stream"),
+            extra_headers={SESSION_HEADER: session.id},
+            requester=requester,
+        )
+        id_ = message["id"]
+        session.conn.inflight[id_] = exchange.cancel
+        try:
+            reply = srv.dispatcher.handle(message, session.conn, exchange, exchange.cancel)
+        finally:
+            session.conn.inflight.pop(id_, None)
+        if message["method"] == "initialize" and reply is not None and "error" in reply:
+            sessions.delete(session.id)
+        exchange.finish(reply, 200)
+
+    def _standalone_stream(self, session: Session) -> None:
+        if session.stream is not None and not session.stream.broken:
+            self._json_error(409, INVALID_REQUEST, "Conflict: this session already has a GET stream")
+            return
+        exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
+        exchange.start_stream()
+        session.stream = exchange
+        try:
+            while not (session.closed.wait(15.0) or self.server.closing.is_set()):
+                if not exchange.heartbeat():
+                    break
+        finally:
+            if session.stream is exchange:
+                session.stream = None
+            exchange.close_stream()
+
+
+def _status(reply: dict[str, Any] | None, past_envelope: bool) -> int:
+    """The HTTP status of a modern reply (digest §5, §6)."""
+    if reply is None:
+        return 200
+    error = reply.get("error")
+    if not isinstance(error, dict):
+        return 200
+    code = error.get("code")
+    status = mcp.HTTP_STATUS_BY_CODE.get(code) if isinstance(code, int) else None
+    if status is not None:
+        return status
+    if code == INVALID_PARAMS and not past_envelope:
+        return 400
+    return 200
+
+
+def make_server(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> McpHTTPServer:
+    """Build (and bind) the server without serving; `port=0` picks a free port."""
+    policy_keys = ("allowed_hosts", "allowed_origins", "token", "tokens")
+    policy_options = {key: options.pop(key) for key in policy_keys if key in options}
+    policy = Policy(bind_host=host, **policy_options)
+    return McpHTTPServer((host, port), dispatcher, policy=policy, **options)
+
+
+def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
+    """Serve until interrupted; returns the process exit code."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    server = make_server(dispatcher, host, port, **options)
+    bound_host, bound_port = server.server_address[:2]
+    log.warning("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

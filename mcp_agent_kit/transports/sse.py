@@ -1,0 +1,163 @@
+"""sse: one HTTP response that is JSON by default and becomes a Server-Sent Events stream on demand.
+
+An Exchange is the Outbox of one POST (or the standalone GET stream): the first notification
+switches the reply to `text/event-stream`, each message is one `event: message` and the final
+reply closes the stream. A failed write marks the client gone and sets the request's cancel
+flag (closing the stream is cancellation, digest §6). Rules: no protocol logic; writes are
+serialized by one lock; it never blocks on anything but the socket.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
+
+Requester = Callable[["Exchange", str, dict[str, Any]], dict[str, Any]]
+
+
+class Exchange:
+    """The response channel of one HTTP request; also the dispatcher's Outbox for it."""
+
+    def __init__(
+        self,
+        handler: BaseHTTPRequestHandler,
+        *,
+        can_stream: bool,
+        extra_headers: dict[str, str] | None = None,
+        requester: Requester | None = None,
+        event_ids: Callable[[], str] | None = None,
+        retry_ms: int | None = None,
+    ) -> None:
+        self.handler = handler
+        self.can_stream = can_stream
+        self.extra_headers = extra_headers or {}
+        self.cancel = threading.Event()
+        self.streaming = False
+        self.broken = False
+        self.sent = False
+        self._lock = threading.Lock()
+        self._requester = requester
+        self._event_ids = event_ids
+        self._retry_ms = retry_ms
+        self.last_event_id: str | None = None
+
+    # ---- Outbox ------------------------------------------------------------------------------
+    def notify(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            if self.sent or self.broken or not (self.streaming or self.can_stream):
+                return
+            if not self.streaming:
+                self._start()
+            self._event(message)
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self._requester is None:
+            raise RpcError(INTERNAL_ERROR, "this transport cannot send requests to the client")
+        return self._requester(self, method, params)
+
+    def heartbeat(self) -> bool:
+        """Write an SSE comment so a vanished client is noticed; False once it is gone."""
+        with self._lock:
+            if self.streaming and not self.broken and not self.sent:
+                self._write(b": keep-alive\n\n")
+            return not self.broken
+
+    def start_stream(self) -> None:
+        with self._lock:
+            if not self.streaming:
+                self._start()
+
+    # ---- the end ------------------------------------------------------------------------------
+    def finish(self, reply: dict[str, Any] | None, status: int = 200) -> None:
+        """Send the final reply: as the last SSE event, or as one JSON body."""
+        with self._lock:
+            if self.sent:
+                return
+            self.sent = True
+            if self.streaming:
+                if reply is not None:
+                    self._event(reply)
+                self.handler.close_connection = True
+                return
+            if self.broken:
+                return
+            if reply is None:
+                self._respond(202 if status == 200 else status, b"", None)
+                return
+            self._respond(status, jsonrpc.encode_safely(reply), "application/json")
+
+    def close_stream(self) -> None:
+        """End an SSE stream early (the client may resume it); later events are dropped."""
+        with self._lock:
+            if self.streaming and not self.sent:
+                self.sent = True
+                self.handler.close_connection = True
+                self.broken = True
+
+    # ---- writing (lock held) ---------------------------------------------------------------------
+    def _respond(self, status: int, body: bytes, content_type: str | None) -> None:
+        handler = self.handler
+        try:
+            handler.send_response(status)
+            if content_type:
+                handler.send_header("Content-Type", content_type)
+            for name, value in self.extra_headers.items():
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            handler.wfile.flush()
+        except OSError:
+            self._gone()
+
+    def _start(self) -> None:
+        handler = self.handler
+        self.streaming = True
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Cache-Control", "no-cache")
+            handler.send_header("X-Accel-Buffering", "no")
+            handler.send_header("Connection", "close")
+            for name, value in self.extra_headers.items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            handler.close_connection = True
+        except OSError:
+            self._gone()
+            return
+        if self._event_ids is not None:
+            # A priming event with an id and no data, so the client can resume from the start.
+            priming = f"id: {self._event_ids()}\n"
+            if self._retry_ms is not None:
+                priming += f"retry: {self._retry_ms}\n"
+            self._write((priming + "data: \n\n").encode())
+        else:
+            self._write(b"")
+
+    def _event(self, message: dict[str, Any]) -> None:
+        head = b"event: message\n"
+        if self._event_ids is not None:
+            self.last_event_id = self._event_ids()
+            head += f"id: {self.last_event_id}\n".encode()
+        self._write(head + b"data: " + jsonrpc.encode_safely(message) + b"\n\n")
+
+    def _write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            if data:
+                self.handler.wfile.write(data)
+            self.handler.wfile.flush()
+        except OSError:
+            self._gone()
+
+    def _gone(self) -> None:
+        self.broken = True
+        self.cancel.set()
+        self.handler.close_connection = True
