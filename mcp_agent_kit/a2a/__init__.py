@@ -1,0 +1,14 @@
+"""a2a: an A2A v1.0 task server (JSON-RPC and HTTP+JSON over SSE-capable HTTP) for a registry's tools.
+
+Layers inside: protocol (errors, enums, timestamps) → lifecycle (transition table) → messages
+(ProtoJSON input checks) → store / sqlite_store → engine (tasks, jobs, fan-out) → toolagent
+(tools as skills) → card → jsonrpc / rest (sans-IO bindings) → http (transport) → cli.
+Rules: imports core/ and wire/ only; never transports/ or client/.
+"""
+
+from __future__ import annotations
+
+from mcp_agent_kit.a2a.engine import Agent, Job, TaskEngine
+from mcp_agent_kit.a2a.protocol import A2AError
+
+__all__ = ["A2AError", "Agent", "Job", "TaskEngine"]

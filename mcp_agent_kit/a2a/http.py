@@ -1,0 +1,300 @@
+"""http: serves an A2A agent over HTTP/1.1 with http.server — card, JSON-RPC, HTTP+JSON, SSE streams.
+
+Secure by default: loopback bind, Host header checked against loopback names (DNS rebinding), a body
+limit, and optional bearer tokens (each token is a principal; tasks are isolated per principal).
+JSON-RPC errors go out with HTTP 200; streams are `text/event-stream`, flushed per event, and the
+connection closes at the end (v1.0 has no `final` flag). Rules: framing and headers only; the
+bindings (jsonrpc, rest) and the engine do the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from mcp_agent_kit.a2a import jsonrpc, rest
+from mcp_agent_kit.a2a.card import MAX_AGE, CardDocument, etag_matches
+from mcp_agent_kit.a2a.engine import TaskEngine
+from mcp_agent_kit.a2a.protocol import A2AError
+
+log = logging.getLogger("mcp_agent_kit.a2a")
+CARD_PATHS = frozenset({"/.well-known/agent-card.json", "/.well-known/agent.json"})
+RPC_PATH = "/a2a"
+REST_PATH = "/a2a/rest"
+MAX_BODY = 1 << 20
+_JSON_TYPES = ("application/json", "application/a2a+json")
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def principal_for(token: str) -> str:
+    return "bearer:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+class A2AServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        engine: TaskEngine,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tokens: list[str] | None = None,
+        public_url: str | None = None,
+        max_body: int = MAX_BODY,
+    ) -> None:
+        super().__init__((host, port), A2ARequestHandler)
+        self.engine = engine
+        self.tokens = {token: principal_for(token) for token in tokens or []}
+        self.max_body = max_body
+        self.bound = host
+        actual = self.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
+        self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
+        self.allowed_hosts = {f"{name}:{actual}" for name in ("localhost", "127.0.0.1", "[::1]")}
+        self.allowed_hosts |= {name for name in ("localhost", "127.0.0.1", "[::1]")}
+        if public_url:
+            self.allowed_hosts.add(urlsplit(public_url).netloc)
+        interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
+        self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens))
+
+    def server_close(self) -> None:
+        super().server_close()
+
+
+class A2ARequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "mcp-agent-kit-a2a"
+    server: A2AServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # ---- plumbing -------------------------------------------------------------------------------
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, payload: dict[str, Any], **headers: str) -> None:
+        self._send(status, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(), **headers)
+
+    def _refuse(self, exc: A2AError, rpc: bool, **headers: str) -> None:
+        body = {"jsonrpc": "2.0", "id": None, "error": exc.rpc_error()} if rpc else exc.rest_error()
+        self._json(exc.status, body, **headers)
+
+    def _host_ok(self) -> bool:
+        if not is_loopback(self.server.bound):
+            return True
+        return self.headers.get("Host", "") in self.server.allowed_hosts
+
+    def _principal(self) -> str | None:
+        """ "" when auth is off; the token's principal; None when a token is required and wrong."""
+        if not self.server.tokens:
+            return ""
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        for known, principal in self.server.tokens.items():
+            if hmac.compare_digest(known.encode(), token.strip().encode()):
+                return principal
+        return None
+
+    def _body(self, rpc: bool) -> bytes | None:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self.close_connection = True
+            self._refuse(A2AError("InvalidRequest", "Send a Content-Length; chunked bodies are not accepted"), rpc)
+            return None
+        length_text = self.headers.get("Content-Length") or "0"
+        if not length_text.isdigit():
+            self.close_connection = True
+            self._refuse(A2AError("InvalidRequest", "Invalid Content-Length"), rpc)
+            return None
+        length = int(length_text)
+        if length > self.server.max_body:
+            self.close_connection = True
+            limit = self.server.max_body
+            self._refuse(A2AError("PayloadTooLarge", f"Request body of {length} bytes is over the {limit} limit"), rpc)
+            return None
+        return self.rfile.read(length)
+
+    def _stream(self, events: Iterator[dict[str, Any]], frame: Any) -> None:
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Accel-Buffering", "no")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for event in events:
+                self.wfile.write(b"data: " + json.dumps(frame(event), separators=(",", ":")).encode() + b"\n\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            log.debug("stream client went away")
+        except Exception as exc:
+            log.exception("A2A stream failed")
+            error = A2AError("Internal", f"Internal error: {type(exc).__name__}")
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"event: error\ndata: " + json.dumps(frame(error)).encode() + b"\n\n")
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+    # ---- routes ----------------------------------------------------------------------------------
+    def _gate(self, rpc: bool) -> str | None:
+        if not self._host_ok():
+            self.close_connection = True
+            self._refuse(A2AError("InvalidRequest", "Host header not allowed"), rpc)
+            return None
+        principal = self._principal()
+        if principal is None:
+            self._refuse(A2AError("Unauthenticated"), rpc, WWW_Authenticate='Bearer realm="a2a"')
+        return principal
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if url.path in CARD_PATHS:
+            self._card()
+        else:
+            self._rest(url.path, url.query)
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        if url.path in (RPC_PATH, RPC_PATH + "/", "/"):
+            self._rpc(url.query)
+        else:
+            self._rest(url.path, url.query)
+
+    def do_DELETE(self) -> None:
+        url = urlsplit(self.path)
+        self._rest(url.path, url.query)
+
+    def _card(self) -> None:
+        if not self._host_ok():
+            self._refuse(A2AError("InvalidRequest", "Host header not allowed"), False)
+            return
+        body, etag, modified = self.server.card.current()
+        headers = {"Cache-Control": f"public, max-age={MAX_AGE}", "ETag": etag, "Last_Modified": modified}
+        if etag_matches(self.headers.get("If-None-Match"), etag):
+            self.send_response(304)
+            for name, value in headers.items():
+                self.send_header(name.replace("_", "-"), value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._send(200, body, **headers)
+
+    def _version(self, query: str) -> str | None:
+        header = self.headers.get("A2A-Version")
+        if header is None:
+            values = parse_qs(query).get("A2A-Version")
+            header = values[0] if values else None
+        return header
+
+    def _rpc(self, query: str) -> None:
+        principal = self._gate(True)
+        if principal is None:
+            return
+        body = self._body(True)
+        if body is None:
+            return
+        kind = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+        if kind not in _JSON_TYPES:
+            exc = A2AError("ContentTypeNotSupported", f"Content-Type {kind!r} is not supported; send application/json")
+            self._json(200, {"jsonrpc": "2.0", "id": None, "error": exc.rpc_error()})
+            return
+        reply = jsonrpc.handle(self.server.engine, body, self._version(query), principal)
+        if reply.stream is not None:
+            id_ = reply.id
+            self._stream(
+                reply.stream,
+                lambda event: (
+                    jsonrpc.stream_error(id_, event)
+                    if isinstance(event, A2AError)
+                    else jsonrpc.stream_event(id_, event)
+                ),
+            )
+            return
+        self._json(200, reply.body or {})
+
+    def _rest(self, path: str, query: str) -> None:
+        if not (path == REST_PATH or path.startswith(REST_PATH + "/")):
+            self._refuse(A2AError("MethodNotFound", f"No such resource: {path}"), False)
+            return
+        principal = self._gate(False)
+        if principal is None:
+            return
+        body = b""
+        if self.command in ("POST", "PUT"):
+            got = self._body(False)
+            if got is None:
+                return
+            body = got
+            kind = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+            if body.strip() and kind not in _JSON_TYPES:
+                exc = A2AError("ContentTypeNotSupported", f"Content-Type {kind!r} is not supported")
+                self._refuse(exc, False)
+                return
+        reply = rest.route(
+            self.server.engine,
+            self.command if self.command != "HEAD" else "GET",
+            path[len(REST_PATH) :] or "/",
+            parse_qs(query),
+            body,
+            self._version(query),
+            principal,
+        )
+        if reply.stream is not None:
+            self._stream(reply.stream, lambda event: event.rest_error() if isinstance(event, A2AError) else event)
+            return
+        self._json(reply.status, reply.body or {})
+
+
+def serve(
+    engine: TaskEngine,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    tokens: list[str] | None = None,
+    public_url: str | None = None,
+    max_body: int = MAX_BODY,
+) -> int:
+    """Serve until interrupted; returns the exit code."""
+    server = A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body)
+    log.info("A2A agent %r at %s", engine.agent.name, server.base_url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        engine.store.close()
+    return 0

@@ -1,0 +1,126 @@
+"""rest: the A2A HTTP+JSON binding (spec §11), sans-IO — a route table onto the same engine operations.
+
+Paths are relative to the binding's base path (no `/v1`). Success bodies are the bare response
+messages; errors are AIP-193 `google.rpc.Status` bodies with the error table's HTTP status; streams
+carry bare StreamResponse objects. Rules: no sockets; the transport owns headers and SSE framing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mcp_agent_kit.a2a.engine import TaskEngine
+from mcp_agent_kit.a2a.protocol import A2AError, check_version
+
+log = logging.getLogger("mcp_agent_kit.a2a")
+Handler = Callable[[TaskEngine, str, dict[str, Any]], Any]
+
+
+def _send(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+    return e.send(o, p, stream=False)
+
+
+def _stream(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+    return e.send(o, p, stream=True)
+
+
+def _push(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+    raise A2AError("PushNotificationNotSupported", "Push notifications are not supported by this agent")
+
+
+def _extended(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+    raise A2AError("UnsupportedOperation", "This agent has no extended agent card")
+
+
+_ID = r"(?P<id>[^/:]+)"
+# (HTTP method, path pattern, handler, takes a JSON body, streams)
+ROUTES: list[tuple[str, re.Pattern[str], Handler, bool, bool]] = [
+    ("POST", re.compile(r"/message:send"), _send, True, False),
+    ("POST", re.compile(r"/message:stream"), _stream, True, True),
+    ("GET", re.compile(r"/tasks"), TaskEngine.list_tasks, False, False),
+    ("GET", re.compile(rf"/tasks/{_ID}"), TaskEngine.get, False, False),
+    ("POST", re.compile(rf"/tasks/{_ID}:cancel"), TaskEngine.cancel, True, False),
+    ("POST", re.compile(rf"/tasks/{_ID}:subscribe"), TaskEngine.subscribe, False, True),
+    ("GET", re.compile(rf"/tasks/{_ID}:subscribe"), TaskEngine.subscribe, False, True),
+    ("POST", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push, True, False),
+    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push, False, False),
+    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/[^/]+"), _push, False, False),
+    ("DELETE", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/[^/]+"), _push, False, False),
+    ("GET", re.compile(r"/extendedAgentCard"), _extended, False, False),
+]
+_INT_PARAMS = frozenset({"historyLength", "pageSize"})
+
+
+class RestReply:
+    __slots__ = ("body", "status", "stream")
+
+    def __init__(self, status: int, body: dict[str, Any] | None = None, stream: Iterator[Any] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.stream = stream
+
+
+def failure(exc: A2AError) -> RestReply:
+    return RestReply(exc.status, exc.rest_error())
+
+
+def _query(pairs: dict[str, list[str]]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key, values in pairs.items():
+        value = ",".join(values)
+        if key in _INT_PARAMS:
+            if not value.isdigit():
+                raise A2AError(
+                    "InvalidParams",
+                    f"Invalid params: {key} must be a non-negative integer",
+                    violations=[(key, "must be a non-negative integer")],
+                )
+            params[key] = int(value)
+        else:
+            params[key] = value
+    return params
+
+
+def route(
+    engine: TaskEngine,
+    method: str,
+    path: str,
+    query: dict[str, list[str]],
+    body: bytes,
+    version: str | None,
+    owner: str,
+) -> RestReply:
+    allowed = False
+    for verb, pattern, handler, takes_body, streams in ROUTES:
+        found = pattern.fullmatch(path)
+        if found is None:
+            continue
+        allowed = True
+        if verb != method:
+            continue
+        try:
+            check_version(version)
+            params = _query(query)
+            if takes_body and body.strip():
+                try:
+                    payload = json.loads(body)
+                except ValueError as exc:
+                    raise A2AError("ParseError", f"Parse error: {exc}") from None
+                if not isinstance(payload, dict):
+                    raise A2AError("InvalidRequest", "Invalid request: the body must be a JSON object")
+                params.update(payload)
+            params.update(found.groupdict())
+            result = handler(engine, owner, params)
+        except A2AError as exc:
+            return failure(exc)
+        except Exception as exc:
+            log.exception("A2A REST %s %s failed", method, path)
+            return failure(A2AError("Internal", f"Internal error: {type(exc).__name__}"))
+        return RestReply(200, stream=result) if streams else RestReply(200, result)
+    if allowed:
+        return RestReply(405, A2AError("MethodNotFound", f"{method} is not allowed on {path}").rest_error())
+    return failure(A2AError("MethodNotFound", f"No such resource: {path}"))
