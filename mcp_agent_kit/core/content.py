@@ -85,8 +85,11 @@ def is_content_block(value: Any) -> bool:
     return kind in CONTENT_TYPES and all(key in value for key in _REQUIRED_KEYS[kind])
 
 
+_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _TEXT_ENCODER.encode(value)
 
 
 def tool_result(value: Any) -> dict[str, Any]:

@@ -235,8 +235,17 @@ def tools_call(call: Call) -> dict[str, Any]:
     return execute_tool(call, tool, arguments)
 
 
+# Extensions (core.tasks) may take over a validated tools/call: runner(call, tool, arguments)
+# returns the result to send, or None to let the call run here.
+TOOL_RUNNERS: list[Callable[[Call, Any, dict[str, Any]], dict[str, Any] | None]] = []
+
+
 def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run a validated tool call to its CallToolResult (or an InputRequiredResult)."""
+    for runner in TOOL_RUNNERS:
+        taken = runner(call, tool, arguments)
+        if taken is not None:
+            return taken
 
     def run(ctx: Context | None) -> Any:
         return invoke.call(tool.handler, arguments, ctx, call.cancel)
@@ -254,7 +263,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         log.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
         return content.error_result(str(exc) or type(exc).__name__)
     checker = tool.output_validator()
-    if checker is not None and not result["isError"]:
+    if checker is not None and not result["isError"] and not checker.is_valid(result.get("structuredContent")):
         problems = checker.validate(result.get("structuredContent"))
         if problems:
             detail = "; ".join(p.message for p in problems)
