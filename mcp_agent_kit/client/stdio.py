@@ -68,12 +68,14 @@ class StdioChannel:
         self._pending: dict[Any, _Slot] = {}
         self._stderr = bytearray()
         self._exit_note = ""
+        self._started = False
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def describe(self) -> str:
         return " ".join([self.command, *self.args])
 
     def start(self) -> None:
+        self._started = True
         env = {**os.environ, **self.env} if self.env else None
         try:
             proc = subprocess.Popen(
@@ -116,7 +118,8 @@ class StdioChannel:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        self._fail_all(Failure("exited", "the client closed the connection"))
+        self._exit_note = "the connection was closed"
+        self._fail_all(Failure("exited", self._exit_note))
 
     @property
     def pid(self) -> int | None:
@@ -140,8 +143,8 @@ class StdioChannel:
         return True
 
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
-        if self._proc is None:
-            self.start()
+        if self._proc is None and not self._started:
+            self.start()  # lazily, on first use; after close() only restart() starts again
         if self._proc is None:
             return Failure("exited", self._exit_note)
         slot = _Slot()

@@ -1,0 +1,278 @@
+"""gateway: serve the merged namespace of many MCP servers as one MCP server.
+
+The config is the `mcpServers` object Claude Desktop and mcp.json use (stdio `command`, `args`,
+`env`, `cwd`; or `url` with optional `headers`; plus our `allowLegacy`). Backends are probed
+concurrently; their tools, prompts and resources are merged (client.merge) and registered on a
+`Server` as proxies with the backend's own schemas. A failing backend shows up as an isError
+result naming it, and is reconnected on its next use; one dead backend never takes the others
+down. Rules: the only client module that builds a Server; no protocol logic of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mcp_agent_kit.client.channel import PeerError
+from mcp_agent_kit.client.client import Client
+from mcp_agent_kit.client.inputs import ClientError
+from mcp_agent_kit.client.merge import merge_names, merge_uris
+from mcp_agent_kit.core import content
+from mcp_agent_kit.core.content import ToolResult
+from mcp_agent_kit.core.context import Context
+from mcp_agent_kit.server import Server
+from mcp_agent_kit.wire.jsonrpc import RpcError
+
+log = logging.getLogger("mcp_agent_kit.gateway")
+_VARIABLE = re.compile(r"\{([^}]+)\}")
+_FAILURES = (PeerError, RpcError, ClientError, ValueError)
+
+
+class ConfigError(ValueError):
+    """The gateway config file is missing or malformed."""
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{what} must be an object of strings")
+    return dict(value)
+
+
+def parse_config(data: Any) -> dict[str, dict[str, Any]]:
+    """{alias: normalised server spec} from a parsed mcpServers document."""
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise ConfigError('the config needs a non-empty "mcpServers" object')
+    out: dict[str, dict[str, Any]] = {}
+    for alias, spec in servers.items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"server {alias!r}: expected an object")
+        entry: dict[str, Any] = {"allowLegacy": bool(spec.get("allowLegacy", False))}
+        if isinstance(spec.get("url"), str):
+            entry["url"] = spec["url"]
+            entry["headers"] = _string_map(spec.get("headers", {}), f"server {alias!r} headers")
+        elif isinstance(spec.get("command"), str):
+            entry["command"] = spec["command"]
+            entry["args"] = _strings(spec.get("args", []), f"server {alias!r} args")
+            entry["env"] = _string_map(spec.get("env", {}), f"server {alias!r} env")
+            if spec.get("cwd") is not None and not isinstance(spec.get("cwd"), str):
+                raise ConfigError(f"server {alias!r}: cwd must be a string")
+            entry["cwd"] = spec.get("cwd")
+        else:
+            raise ConfigError(f'server {alias!r}: needs "command" (stdio) or "url" (HTTP)')
+        out[str(alias)] = entry
+    return out
+
+
+def load_config(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not JSON: {exc}") from exc
+    return parse_config(data)
+
+
+class Backend:
+    """One configured server: its client and what it offers."""
+
+    def __init__(self, alias: str, spec: dict[str, Any], timeout: float) -> None:
+        self.alias = alias
+        options: dict[str, Any] = {"timeout": timeout, "allow_legacy": spec["allowLegacy"]}
+        if "url" in spec:
+            self.client = Client.http(spec["url"], spec["headers"], **options)
+        else:
+            self.client = Client.stdio(spec["command"], spec["args"], env=spec["env"], cwd=spec["cwd"], **options)
+        self.error: str | None = None
+        self.broken = False
+        self.tools: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.templates: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        try:
+            verdict = self.client.connect()
+            caps = verdict.capabilities
+            self.tools = self.client.list_tools() if "tools" in caps else []
+            self.prompts = self.client.list_prompts() if "prompts" in caps else []
+            if "resources" in caps:
+                self.resources = self.client.list_resources()
+                self.templates = self.client.list_resource_templates()
+        except _FAILURES as exc:
+            self.error = str(exc)
+            self.broken = True
+            log.warning("backend %r is unavailable: %s", self.alias, exc)
+
+    def use(self) -> Client:
+        """The client, reconnected first if the last use found the backend dead."""
+        with self._lock:
+            if self.broken:
+                self.client.channel.restart()
+                self.client.verdict = None
+                self.client.connect()
+                self.broken = False
+            return self.client
+
+    def failed(self, exc: Exception) -> ToolResult:
+        if isinstance(exc, PeerError):
+            self.broken = True
+        return ToolResult([content.text(f"backend {self.alias!r} failed: {exc}")], is_error=True)
+
+
+class Gateway:
+    """Probe every backend concurrently, merge, and expose the result as `self.server`."""
+
+    def __init__(
+        self,
+        config: dict[str, dict[str, Any]],
+        *,
+        timeout: float = 5.0,
+        separator: str = ".",
+        name: str = "mcp-agent-kit-gateway",
+    ) -> None:
+        self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
+        self.separator = separator
+        self.server = Server(name)
+        self.conflicts: list[str] = []
+
+    def start(self) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
+            list(pool.map(lambda backend: backend.start(), self.backends.values()))
+        self._register_tools()
+        self._register_prompts()
+        self._register_resources()
+        for conflict in self.conflicts:
+            log.warning("%s", conflict)
+
+    def close(self) -> None:
+        for backend in self.backends.values():
+            backend.client.close()
+
+    # ---- tools -------------------------------------------------------------------------------------
+    def _register_tools(self) -> None:
+        offers = {alias: [t["name"] for t in b.tools] for alias, b in self.backends.items()}
+        merged = merge_names(offers, self.separator)
+        self.conflicts += merged.conflicts
+        for alias, backend in self.backends.items():
+            for tool in backend.tools:
+                public = merged.merged_name(alias, tool["name"])
+                if public is not None:
+                    self._add_tool(backend, tool, public)
+
+    def _add_tool(self, backend: Backend, tool: dict[str, Any], public: str) -> None:
+        original = tool["name"]
+
+        def proxy(_gateway_context: Context, **arguments: Any) -> ToolResult:
+            def forward(progress: float, total: float | None, message: str | None) -> None:
+                _gateway_context.progress(progress, total, message)
+
+            try:
+                result = backend.use().call_tool(original, arguments, progress=forward)
+            except _FAILURES as exc:
+                return backend.failed(exc)
+            blocks = result.get("content")
+            return ToolResult(
+                blocks if isinstance(blocks, list) else [],
+                structured=result.get("structuredContent"),
+                is_error=bool(result.get("isError")),
+            )
+
+        self.server.add_tool(
+            proxy,
+            name=public,
+            title=tool.get("title"),
+            description=tool.get("description") or f"{original} on {backend.alias}",
+            input_schema=tool["inputSchema"],
+            annotations=tool.get("annotations"),
+            icons=tool.get("icons"),
+        )
+
+    # ---- prompts ------------------------------------------------------------------------------------
+    def _register_prompts(self) -> None:
+        offers = {
+            alias: [p["name"] for p in b.prompts if isinstance(p.get("name"), str)]
+            for alias, b in self.backends.items()
+        }
+        merged = merge_names(offers, self.separator)
+        self.conflicts += merged.conflicts
+        for alias, backend in self.backends.items():
+            for prompt in backend.prompts:
+                public = merged.merged_name(alias, str(prompt.get("name")))
+                if public is not None:
+                    self._add_prompt(backend, prompt, public)
+
+    def _add_prompt(self, backend: Backend, prompt: dict[str, Any], public: str) -> None:
+        original = prompt["name"]
+
+        def proxy(**arguments: Any) -> dict[str, Any]:
+            try:
+                return backend.use().get_prompt(original, {k: str(v) for k, v in arguments.items()})
+            except PeerError as exc:
+                backend.broken = True
+                raise RpcError(-32603, f"backend {backend.alias!r} failed: {exc}") from exc
+
+        arguments = prompt.get("arguments")
+        self.server.add_prompt(
+            proxy,
+            name=public,
+            title=prompt.get("title"),
+            description=prompt.get("description") or f"{original} on {backend.alias}",
+            arguments=[a for a in arguments if isinstance(a, dict)] if isinstance(arguments, list) else [],
+        )
+
+    # ---- resources ----------------------------------------------------------------------------------
+    def _register_resources(self) -> None:
+        statics = {
+            alias: [r["uri"] for r in b.resources if isinstance(r.get("uri"), str)]
+            for alias, b in self.backends.items()
+        }
+        route, conflicts = merge_uris(statics)
+        templates = {
+            alias: [t["uriTemplate"] for t in b.templates if isinstance(t.get("uriTemplate"), str)]
+            for alias, b in self.backends.items()
+        }
+        template_route, template_conflicts = merge_uris(templates)
+        self.conflicts += conflicts + template_conflicts
+        for alias, backend in self.backends.items():
+            for entry in backend.resources:
+                if route.get(entry.get("uri", "")) == alias:
+                    self._add_resource(backend, entry, entry["uri"])
+            for entry in backend.templates:
+                if template_route.get(entry.get("uriTemplate", "")) == alias:
+                    self._add_resource(backend, entry, entry["uriTemplate"])
+
+    def _add_resource(self, backend: Backend, entry: dict[str, Any], uri: str) -> None:
+        def proxy(**variables: str) -> list[dict[str, Any]]:
+            concrete = _VARIABLE.sub(lambda m: variables.get(m.group(1).lstrip("+#./;?&"), ""), uri)
+            try:
+                result = backend.use().read_resource(concrete)
+            except PeerError as exc:
+                backend.broken = True
+                raise RpcError(-32603, f"backend {backend.alias!r} failed: {exc}") from exc
+            contents = result.get("contents")
+            return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+
+        size = entry.get("size")
+        self.server.add_resource(
+            uri,
+            proxy,
+            name=str(entry.get("name") or uri),
+            title=entry.get("title"),
+            description=entry.get("description"),
+            mime_type=entry.get("mimeType"),
+            size=size if isinstance(size, int) else None,
+        )
