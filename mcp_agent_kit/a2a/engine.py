@@ -143,7 +143,8 @@ class TaskEngine:
     # ---- public operations (called by the bindings) ------------------------------------------
     def send(self, owner: str, params: dict[str, Any], stream: bool = False) -> dict[str, Any] | Iterator[Event]:
         message = parse_message(params.get("message"))
-        config = params.get("configuration") or {}
+        config = params.get("configuration")
+        config = {} if config is None else config
         if not isinstance(config, dict):
             raise A2AError("InvalidParams", "Invalid params: configuration must be an object")
         immediate = _flag(config, "returnImmediately", "return_immediately")
