@@ -108,6 +108,7 @@ def test_versions(metrics: Live) -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}',
         {"Content-Type": "application/json"},
     )
+    assert status == 200
     assert json.loads(raw)["error"]["code"] == -32001
 
 
