@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from mcp_agent_kit import Context, RpcError, Server, ToolError, content
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS
+from mcp_agent_kit.core.tasks import start_task, task_tool
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
 server = Server(
     "mcp-agent-kit-everything",
@@ -404,6 +405,82 @@ def test_trigger_resource_update() -> str:
     """Marks test://watched-resource as updated for its subscribers."""
     server.notify_resource_updated("test://watched-resource")
     return "updated test://watched-resource"
+
+
+# ---- the tasks extension (io.modelcontextprotocol/tasks) ---------------------------------------------
+@server.tool(input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+def greet(name: str) -> str:
+    """Sync-only: greets at once, never as a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(
+    long_running=True,
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "minimum": 0}, "label": {"type": "string"}},
+    },
+)
+def slow_compute(ctx: Context, seconds: float = 1, label: str = "") -> str:
+    """Sleeps `seconds` (checking for cancellation), then reports; runs as a task."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ctx.cancelled:
+            return f"cancelled {label}"
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+    return f"computed {label} after {seconds}s"
+
+
+@server.tool(input_schema=NO_ARGS)
+def failing_job() -> str:
+    """Task-only: fails as a tool (isError) after about a second."""
+    time.sleep(1)
+    raise ToolError("failing_job failed on purpose")
+
+
+@server.tool(long_running=True, input_schema=NO_ARGS)
+def protocol_error_job() -> str:
+    """Task-capable: fails at the protocol level, so the task ends failed."""
+    raise RpcError(INTERNAL_ERROR, "protocol_error_job: internal failure on purpose")
+
+
+@server.tool(
+    long_running=True,
+    input_schema={"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"]},
+)
+def confirm_delete(filename: str, ctx: Context) -> str:
+    """Task-capable: asks the user to confirm, then 'deletes'."""
+    schema = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+    answer = _checked(ctx.elicit(f"Delete {filename}?", schema, key="confirm_delete"))
+    confirmed = answer.get("action") == "accept" and (answer.get("content") or {}).get("confirm") is True
+    return f"deleted {filename}" if confirmed else f"kept {filename}"
+
+
+@server.tool(long_running=True, input_schema=NO_ARGS)
+def multi_input(ctx: Context) -> str:
+    """Task-capable: asks two questions at once, so two inputRequests are pending together."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+    answers = ctx.ask({
+        "first": {"method": "elicitation/create", "params": {"mode": "form", "message": "First?",
+                                                             "requestedSchema": schema}},
+        "second": {"method": "elicitation/create", "params": {"mode": "form", "message": "Second?",
+                                                              "requestedSchema": schema}},
+    })
+    names = [(_checked(answers[key]).get("content") or {}).get("name") for key in ("first", "second")]
+    return f"got {names[0]} and {names[1]}"
+
+
+@server.tool(input_schema=NO_ARGS)
+def test_tool_with_task(ctx: Context) -> str:
+    """Asks for user_name as an MRTR round, then detaches into a task and answers later."""
+    answer = _checked(ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"))
+    start_task(ctx)
+    time.sleep(0.3)
+    return f"Hello, {(answer.get('content') or {}).get('name', '')}, from a task"
+
+
+task_tool(server, "failing_job", required=True)
+task_tool(server, "test_tool_with_task", required=True, manual=True)
 
 
 # ---- resources -------------------------------------------------------------------------------------

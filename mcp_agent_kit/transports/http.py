@@ -19,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcp_agent_kit.core import listen
+from mcp_agent_kit.core import listen, tasks
 from mcp_agent_kit.core.dispatcher import MODERN, Connection, Dispatcher, is_enveloped
 from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
@@ -101,7 +101,7 @@ class McpHTTPServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_workers)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        listen.install(dispatcher)
+        tasks.install(dispatcher)  # also offers subscriptions/listen
         super().__init__(address, McpRequestHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
