@@ -66,6 +66,9 @@ class StdioTransport:
         request_timeout: float = 300.0,
     ) -> None:
         self.dispatcher = dispatcher
+        from mcp_agent_kit.core import tasks  # the tasks extension and subscriptions/listen
+
+        tasks.install(dispatcher)
         self.max_line_bytes = max_line_bytes
         self.max_threads = max_threads
         self.request_timeout = request_timeout
