@@ -149,3 +149,27 @@ def test_subscribe_and_cancel(metrics: Live) -> None:
         await client.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_http_json_binding(metrics: Live, streaming: bool) -> None:
+    async def go() -> None:
+        async with httpx.AsyncClient() as hc:
+            card = await A2ACardResolver(hc, metrics.base).get_agent_card()
+        config = ClientConfig(streaming=streaming, supported_protocol_bindings=["HTTP+JSON"])
+        client = await create_client(card, client_config=config)
+        part = new_data_part({"skill": "calculate_metrics", "arguments": {"values": [5, 1], "metric_type": "min"}})
+        kinds, task = await _send(client, _msg(part))
+        assert kinds[0] == "task" and len(kinds) == (4 if streaming else 1)
+        assert TaskState.Name(task.status.state) == "TASK_STATE_COMPLETED"
+        fetched = await client.get_task(GetTaskRequest(id=task.id))
+        assert MessageToDict(fetched.artifacts[0].parts[0])["data"]["value"] == 1
+        listed = await client.list_tasks(ListTasksRequest(context_id=task.context_id, include_artifacts=True))
+        assert [t.id for t in listed.tasks] == [task.id] and len(listed.tasks[0].artifacts) == 1
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id="no-such-task"))
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=task.id))
+        await client.close()
+
+    asyncio.run(go())
