@@ -120,9 +120,9 @@ class TckAgent(Agent):
         prefix = next((p for p in PREFIXES if message_id.startswith(p)), None)
         if prefix is not None:
             return BEHAVIOURS[prefix]
-        if any(isinstance(part.get("data"), dict) and "skill" in part["data"] for part in message["parts"]):
-            if task is None:
-                return self.tools.accept(message, None)
+        names_skill = any(isinstance(part.get("data"), dict) and "skill" in part["data"] for part in message["parts"])
+        if names_skill and task is None:
+            return self.tools.accept(message, None)
         said = " ".join(part["text"] for part in message["parts"] if "text" in part)
         return _complete(f"Received: {said}" if said else "Received")
 
