@@ -119,8 +119,10 @@ def _error(message: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _matches(message: dict[str, Any], pending: int | None) -> bool:
-    """A reply answers the pending request; an error whose id could not be read counts too."""
-    return message.get("id") == pending or (message.get("id") is None and "error" in message)
+    """A reply answers the pending request. An error reply counts whatever its id: a channel
+    delivers only the reply to its own request (an HTTP body answers its POST), and servers
+    in the field send errors with null or made-up ids (the 1.x SDK says "server-error")."""
+    return message.get("id") == pending or "error" in message
 
 
 def _strings(value: Any) -> list[str]:

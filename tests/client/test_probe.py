@@ -150,7 +150,13 @@ def test_legacy_unsupported_version_error_retries_at_a_mutual_version() -> None:
     assert isinstance(retry, Send) and retry.message["params"]["protocolVersion"] == "2024-11-05"
 
 
-def test_reply_with_a_foreign_id_is_unavailable() -> None:
+def test_error_with_a_foreign_id_still_counts() -> None:
+    probe, _ = _probe()
+    action = probe.feed(Reply({"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "x"}}))
+    assert isinstance(action, Send) and action.message["method"] == "initialize"
+
+
+def test_result_with_a_foreign_id_is_unavailable() -> None:
     probe, _ = _probe()
     verdict = probe.feed(Reply({"jsonrpc": "2.0", "id": 99, "result": {}}))
     assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
