@@ -22,9 +22,17 @@ def legacy(message: dict) -> None:
     if id_ is None:
         return
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": id_, "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-            "serverInfo": {"name": "fake", "version": "0"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "result": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "fake", "version": "0"},
+                },
+            }
+        )
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}})
     elif method == "tools/call":

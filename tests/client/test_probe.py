@@ -42,8 +42,14 @@ def test_discover_first_with_full_envelope() -> None:
 def test_discover_result_is_modern() -> None:
     probe, first = _probe()
     verdict = probe.feed(
-        _result(first, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}})
+        _result(
+            first,
+            {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+            },
+        )
     )
     assert isinstance(verdict, Verdict)
     assert (verdict.era, verdict.version) == ("modern", "2026-07-28")
