@@ -1,0 +1,289 @@
+"""checks: the compliance checks behind a generated project's validate.py.
+
+Each check is a row in a table: a name and a function returning (ok, detail) pairs, one line
+per finding. Rules: checks read the project and talk to its server (in-process for the core
+checks, as a subprocess for the era probe); only `--fix` writes, and only the generated skill
+and plugin directories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp_agent_kit.wire import mcp
+
+Finding = tuple[bool, str]
+DESCRIPTION_FORM = re.compile(r"^Use when (?P<when>.+?)\.\s+Do not use for (?P<not>.+?)\.?$", re.DOTALL)
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+META = {mcp.META_PROTOCOL_VERSION: mcp.MODERN_VERSIONS[0], mcp.META_CLIENT_CAPABILITIES: {}}
+CARD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "description", "version", "supportedInterfaces", "capabilities",
+                 "defaultInputModes", "defaultOutputModes", "skills"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "description": {"type": "string", "minLength": 1},
+        "version": {"type": "string", "minLength": 1},
+        "supportedInterfaces": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["url", "protocolBinding", "protocolVersion"],
+            "properties": {"url": {"type": "string", "pattern": "^https?://"},
+                           "protocolBinding": {"enum": ["JSONRPC", "HTTP+JSON", "GRPC"]},
+                           "protocolVersion": {"const": "1.0"}}}},
+        "capabilities": {"type": "object", "not": {"required": ["stateTransitionHistory"]}},
+        "defaultInputModes": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "defaultOutputModes": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "skills": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["id", "name", "description", "tags"],
+            "properties": {"id": {"type": "string", "minLength": 1}, "name": {"type": "string", "minLength": 1},
+                           "description": {"type": "string", "minLength": 1},
+                           "tags": {"type": "array", "minItems": 1, "items": {"type": "string"}}}}},
+    },
+    "not": {"anyOf": [{"required": ["kind"]}, {"required": ["url"]}, {"required": ["protocolVersion"]}]},
+}
+
+
+class Project:
+    """What the checks look at: the server object, its package, names and project root."""
+
+    def __init__(self, target: str, name: str, root: Path) -> None:
+        from mcp_agent_kit.loader import load_target
+
+        self.target = target
+        self.module = target.partition(":")[0]
+        self.name = name
+        self.root = root
+        self.server: Any = load_target(target)
+
+    def request(self, method: str, **params: Any) -> dict[str, Any]:
+        reply = self.server.handle({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": META, **params}})
+        if reply is None or "error" in reply:
+            raise RuntimeError(f"{method} failed: {reply and reply.get('error')}")
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    def all_pages(self, method: str, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(10_000):
+            result = self.request(method, **({"cursor": cursor} if cursor else {}))
+            items += result.get(key, [])
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                break
+        return items
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.all_pages("tools/list", "tools")
+
+
+def check_discover(project: Project) -> list[Finding]:
+    result = project.request("server/discover")
+    versions = result.get("supportedVersions", [])
+    ok = mcp.MODERN_VERSIONS[0] in versions and "tools" in result.get("capabilities", {})
+    return [(ok, f"server/discover answers {versions} with capabilities {sorted(result.get('capabilities', {}))}")]
+
+
+LISTS = (("tools/list", "tools", "name"), ("prompts/list", "prompts", "name"),
+         ("resources/list", "resources", "uri"), ("resources/templates/list", "resourceTemplates", "uriTemplate"))
+
+
+def check_deterministic(project: Project) -> list[Finding]:
+    findings: list[Finding] = []
+    offered = project.request("server/discover")["capabilities"]
+    for method, key, field in LISTS:
+        if key.replace("resourceTemplates", "resources") not in offered:
+            continue
+        first, second = project.all_pages(method, key), project.all_pages(method, key)
+        keys = [item.get(field) for item in first]
+        ok = first == second and keys == sorted(keys, key=str) and len(set(map(str, keys))) == len(keys)
+        findings.append((ok, f"{method}: {len(first)} item(s), {'stable and sorted' if ok else 'NOT deterministic'}"))
+    return findings
+
+
+def tool_rule_violations(tool: dict[str, Any]) -> list[str]:
+    """The design rules a tool breaks (empty when it follows them all)."""
+    from mcp_agent_kit.core.schema import SchemaError, compile_schema
+
+    problems = []
+    if not TOOL_NAME.match(str(tool.get("name", ""))):
+        problems.append("name must match ^[A-Za-z0-9_.-]{1,128}$")
+    description = str(tool.get("description") or "")
+    if not DESCRIPTION_FORM.match(description.strip()):
+        problems.append('description must read "Use when X. Do not use for Y."')
+    elif not 20 <= len(description) <= 1024:
+        problems.append("description must be 20-1024 characters")
+    hints = tool.get("annotations") or {}
+    if "readOnlyHint" not in hints and "destructiveHint" not in hints:
+        problems.append("annotations must declare readOnlyHint or destructiveHint")
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        problems.append('inputSchema must be an object schema (type "object")')
+    else:
+        try:
+            compile_schema(schema)
+        except SchemaError as exc:
+            problems.append(f"inputSchema does not compile: {exc}")
+    return problems
+
+
+def check_design_rules(project: Project) -> list[Finding]:
+    tools = project.tools()
+    if not tools:
+        return [(False, "the server has no tools")]
+    findings: list[Finding] = []
+    for tool in tools:
+        problems = tool_rule_violations(tool)
+        detail = "; ".join(problems) if problems else "follows the design rules"
+        findings.append((not problems, f"tool {tool.get('name')!r}: {detail}"))
+    return findings
+
+
+def check_a2a_card(project: Project) -> list[Finding]:
+    from mcp_agent_kit.a2a.card import build_card
+    from mcp_agent_kit.a2a.cli import build_agent
+    from mcp_agent_kit.core.schema import compile_schema
+
+    card = build_card(build_agent(project.server), [("http://127.0.0.1:8080/", "JSONRPC")])
+    problems = [v.message for v in compile_schema(CARD_SCHEMA).validate(card)]
+    skills = {skill["id"] for skill in card.get("skills", [])}
+    missing = sorted({tool["name"] for tool in project.tools()} - skills)
+    if missing:
+        problems.append(f"tools without a skill: {', '.join(missing)}")
+    return [(not problems, "; ".join(problems) if problems else f"A2A v1.0 card with {len(skills)} skill(s)")]
+
+
+def check_skill(project: Project) -> list[Finding]:
+    from mcp_agent_kit.packaging.skill_validate import validate_skill
+
+    skill_dir = project.root / "skills" / project.name
+    if not (skill_dir / "SKILL.md").is_file():
+        return [(False, f"{skill_dir.relative_to(project.root)}/SKILL.md is missing (run validate.py --fix)")]
+    report = validate_skill(skill_dir, strict=True)
+    findings: list[Finding] = [(False, str(f)) for f in report.findings if f.severity == "error"]
+    text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
+    stale = [tool["name"] for tool in project.tools() if f"`{tool['name']}`" not in text and tool["name"] not in text]
+    if stale:
+        findings.append((False, f"SKILL.md does not mention tool(s) {', '.join(stale)} (run validate.py --fix)"))
+    return findings or [(True, f"skills/{project.name}/SKILL.md is valid (strict)")]
+
+
+def check_plugin(project: Project) -> list[Finding]:
+    from mcp_agent_kit.packaging.plugin_validate import validate_plugin
+
+    plugin = project.root / "plugin"
+    if not (plugin / "plugin.json").is_file():
+        return [(False, "plugin/plugin.json is missing (run validate.py --fix)")]
+    report = validate_plugin(plugin)
+    if report.valid:
+        return [(True, "plugin/ is a valid Agent Plugins 1.0.0 package")]
+    return [(False, str(f)) for f in report.findings if f.severity == "error"] or [(False, "plugin/ is invalid")]
+
+
+def _spawn(project: Project) -> list[str]:
+    return [sys.executable, "-m", project.module]
+
+
+def check_probe(project: Project) -> list[Finding]:
+    from mcp_agent_kit.client import Client
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project.root), os.environ.get("PYTHONPATH", "")])}
+    findings: list[Finding] = []
+    with Client.stdio(_spawn(project)[0], _spawn(project)[1:], env=env, cwd=str(project.root), timeout=10) as client:
+        verdict = client.verdict
+        tools = client.list_tools()
+        ok = verdict is not None and verdict.era == "modern"
+        era, version = (verdict.era, verdict.version) if verdict else (None, None)
+        findings.append((ok, f"modern era: {era} {version}, {len(tools)} tool(s)"))
+    findings.append(_legacy_handshake(project, env))
+    return findings
+
+
+def _legacy_handshake(project: Project, env: dict[str, str]) -> Finding:
+    """A handshake-era client: initialize, initialized, tools/list, over a fresh process."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": mcp.LATEST_LEGACY, "capabilities": {},
+            "clientInfo": {"name": "validate", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    try:
+        done = subprocess.run(_spawn(project), input=stdin, capture_output=True, text=True, timeout=30,
+                              env=env, cwd=project.root, check=False)
+    except subprocess.TimeoutExpired:
+        return (False, "legacy era: no answer within 30 s")
+    replies = {}
+    for raw in done.stdout.splitlines():
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            return (False, f"legacy era: stdout carried a non-JSON line: {raw[:80]!r}")
+        replies[message.get("id")] = message
+    version = replies.get(1, {}).get("result", {}).get("protocolVersion")
+    tools = replies.get(2, {}).get("result", {}).get("tools")
+    ok = version in mcp.LEGACY_VERSIONS and isinstance(tools, list)
+    return (ok, f"legacy era: initialize -> {version}, {len(tools or [])} tool(s)")
+
+
+CHECKS: list[tuple[str, Callable[[Project], list[Finding]]]] = [
+    ("discover", check_discover),
+    ("deterministic lists", check_deterministic),
+    ("tool design rules", check_design_rules),
+    ("A2A card", check_a2a_card),
+    ("SKILL.md", check_skill),
+    ("plugin package", check_plugin),
+    ("dual-era probe", check_probe),
+]
+
+
+def fix(project: Project, description: str) -> list[str]:
+    """Regenerate skills/<name>/ and plugin/ from the server's current tools."""
+    from mcp_agent_kit.scaffold.names import derive
+    from mcp_agent_kit.scaffold.render import _write_atomic, packaging_files
+
+    names = derive(project.name)
+    files = packaging_files(project.tools(), names, description)
+    for rel, text in files.items():
+        _write_atomic(project.root / rel, text)
+    return sorted(files)
+
+
+def run_checks(project: Project) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for name, check in CHECKS:
+        try:
+            findings = check(project)
+        except Exception as exc:  # a broken check is a failed check, never a crash
+            findings = [(False, f"{type(exc).__name__}: {exc}")]
+        rows += [{"check": name, "ok": ok, "detail": detail} for ok, detail in findings]
+    return rows
+
+
+def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="validate.py", description="Check this agent project for compliance.")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--fix", action="store_true", help="regenerate the skill and plugin from the tools first")
+    args = parser.parse_args(argv)
+    root = root or Path.cwd()
+    sys.path.insert(0, str(root))
+    project = Project(target, name, root)
+    if args.fix:
+        description = str(project.server.instructions or project.server.description or name)
+        for rel in fix(project, description):
+            print(f"wrote {rel}", file=sys.stderr)
+    rows = run_checks(project)
+    if args.json:
+        print(json.dumps({"ok": all(row["ok"] for row in rows), "checks": rows}, indent=2))
+    else:
+        for row in rows:
+            print(f"{'✓' if row['ok'] else '✗'} {row['check']}: {row['detail']}")
+    return 0 if all(row["ok"] for row in rows) else 1

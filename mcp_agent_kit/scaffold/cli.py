@@ -1,0 +1,73 @@
+"""cli: `create-mcp-agent NAME` / `python -m mcp_agent_kit new NAME`, and `install` helpers.
+
+Rules: argument parsing, messages and exit codes only; rendering lives in render.py, the
+host configuration edits in install.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mcp_agent_kit.scaffold.names import NameError_, derive
+
+NEXT_STEPS = """\
+Created {path}
+
+Next steps:
+  cd {rel}
+  python -m pip install -e .        # installs {dist} (depends only on mcp-agent-kit)
+  python validate.py                # every check should print a check mark
+  python -m {pkg}.server            # MCP over stdio; --http 127.0.0.1:8000 for HTTP
+  python -m {pkg}.a2a_server        # the same tools as an A2A agent
+  mcp-agent-kit install claude-desktop --name {dist} -- {python} -m {pkg}.server
+"""
+
+
+def _new_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Create a new MCP + A2A agent project.")
+    parser.add_argument("name", help="project name, e.g. my-agent or my_agent")
+    parser.add_argument("--desc", default=None, help="one-sentence description of what the agent does")
+    parser.add_argument("--dir", default=None, help="parent directory (default: the current directory)")
+    parser.add_argument("--force", action="store_true", help="regenerate files we made that you have not changed")
+    return parser
+
+
+def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
+    parser = _new_parser(prog)
+    args = parser.parse_args(argv)
+    try:
+        names = derive(args.name)
+    except NameError_ as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    from mcp_agent_kit.scaffold.render import ExistsError, render_project, write_project
+
+    description = " ".join((args.desc or f"An MCP agent named {names.dist}.").split())
+    target = Path(args.dir or ".") / names.dist
+    try:
+        files = render_project(names, description)
+        kept = write_project(files, target, force=args.force)
+    except ExistsError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"{prog}: could not create {target}: {exc}", file=sys.stderr)
+        return 1
+    for rel in kept:
+        print(f"kept {rel} (you changed it)")
+    shown = target if args.dir else Path(names.dist)
+    print(NEXT_STEPS.format(path=target.absolute(), rel=shown, dist=names.dist, pkg=names.package, python=sys.executable))
+    return 0
+
+
+def main_create() -> None:
+    """The `create-mcp-agent` console script."""
+    sys.exit(main_new(sys.argv[1:], prog="create-mcp-agent"))
+
+
+def main_install(argv: list[str]) -> int:
+    from mcp_agent_kit.scaffold.install import main as install_main
+
+    return install_main(argv)

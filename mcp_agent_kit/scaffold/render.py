@@ -1,0 +1,219 @@
+"""render: builds the file set of a new project from templates/ with string.Template.
+
+Template paths may contain `__pkg__` (the Python package) and a leading `dot-` (a dotfile);
+contents use `${name}`-style placeholders and `$$` for a literal dollar. The generated skill and
+plugin package come from the packaging layer, fed with the example server's tool definitions.
+Rules: returns `{relative path: text}`; writing to disk is `write_project`'s job, and it never
+overwrites a path it did not generate itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.resources
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from mcp_agent_kit import __version__
+from mcp_agent_kit.scaffold.names import Names
+
+MANIFEST = ".mcp-agent-kit.json"  # records what we generated, so --force only replaces our own files
+EXAMPLE_TOOL = "text_stats"
+
+
+def template_root() -> Path:
+    """templates/project, from a source checkout or from inside the installed wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "templates" / "project", here.parent.parent / "templates" / "project"):
+        if candidate.is_dir():
+            return candidate
+    return Path(str(importlib.resources.files("mcp_agent_kit.templates") / "project"))
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            yield path
+
+
+def _target_path(rel: Path, names: Names) -> str:
+    parts = [part.replace("__pkg__", names.package) for part in rel.parts]
+    parts = ["." + part[4:] if part.startswith("dot-") else part for part in parts]
+    return "/".join(parts)
+
+
+def variables(names: Names, description: str) -> dict[str, str]:
+    return {
+        "name": names.dist,
+        "pkg": names.package,
+        "title_py": repr(names.title),
+        "desc_md": description,
+        "desc_py": repr(description),
+        "desc_toml": json.dumps(description),
+        "kit_version": __version__,
+        "example_tool": EXAMPLE_TOOL,
+    }
+
+
+def render_templates(names: Names, description: str) -> dict[str, str]:
+    values = variables(names, description)
+    root = template_root()
+    files: dict[str, str] = {}
+    for path in _walk(root):
+        rel = path.relative_to(root)
+        try:
+            files[_target_path(rel, names)] = Template(path.read_text(encoding="utf-8")).substitute(values)
+        except (KeyError, ValueError) as exc:
+            raise RuntimeError(f"template {rel} has a bad placeholder: {exc}") from exc
+    return files
+
+
+def tool_definitions(files: dict[str, str], names: Names) -> list[dict[str, Any]]:
+    """Import the rendered server in isolation and list its tools' wire definitions."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, text in files.items():
+            if rel.startswith(names.package + "/") and rel.endswith(".py"):
+                path = Path(tmp, rel)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+        mine = names.package + "."
+        saved = {key: mod for key, mod in sys.modules.items() if key == names.package or key.startswith(mine)}
+        for key in saved:
+            del sys.modules[key]
+        sys.path.insert(0, tmp)
+        try:
+            module = importlib.import_module(f"{names.package}.server")
+            return [tool.wire for tool in module.server.listing("tools")]
+        finally:
+            sys.path.remove(tmp)
+            for key in [k for k in sys.modules if k == names.package or k.startswith(names.package + ".")]:
+                del sys.modules[key]
+            sys.modules.update(saved)
+
+
+def packaging_files(tools: list[dict[str, Any]], names: Names, description: str) -> dict[str, str]:
+    """The skill (skills/<name>/) and the Agent Plugins package (plugin/) for these tools."""
+    from mcp_agent_kit.packaging.plugin_build import PluginSpec, plugin_files
+    from mcp_agent_kit.packaging.skill_generate import render_skill
+
+    skill = render_skill(tools, name=names.dist, description=skill_description(description, names), version="0.1.0")
+    files = {f"skills/{names.dist}/{rel}": text for rel, text in skill.items()}
+    spec = PluginSpec(
+        name=names.dist,
+        description=description,
+        command=names.dist,
+        url="http://127.0.0.1:8000/mcp",
+        skill_files=[skill],
+    )
+    files.update({f"plugin/{rel}": text for rel, text in plugin_files(spec).items()})
+    return files
+
+
+def skill_description(description: str, names: Names) -> str:
+    """A skill description in the kit's "Use when X. Do not use for Y." form."""
+    text = description.strip().rstrip(".")
+    if text.lower().startswith("use when"):
+        return text + ("." if "do not use" in text.lower() else f". Do not use for tasks outside {names.dist}.")
+    return f"Use when you need {names.title}: {text}. Do not use for tasks outside {names.dist}."
+
+
+def render_project(names: Names, description: str) -> dict[str, str]:
+    files = render_templates(names, description)
+    files.update(packaging_files(tool_definitions(files, names), names, description))
+    return dict(sorted(files.items()))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _manifest(files: dict[str, str]) -> str:
+    record = {"generator": f"mcp-agent-kit {__version__}", "files": {rel: _digest(text) for rel, text in files.items()}}
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+
+class ExistsError(FileExistsError):
+    """The target exists and we may not replace it."""
+
+
+def write_project(files: dict[str, str], target: Path, *, force: bool = False) -> list[str]:
+    """Write a new project atomically; returns the relative paths kept because the user changed them.
+
+    A new project is written into a temporary sibling and renamed into place, so a failure leaves
+    nothing half-made. An existing path is never touched without force; with force, only files we
+    generated and the user left unchanged are replaced (each atomically), missing ones are added,
+    and everything else is kept.
+    """
+    target = target.absolute()
+    if not (target.exists() or target.is_symlink()):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            _write_all(staging, {**files, MANIFEST: _manifest(files)})
+            umask = os.umask(0)
+            os.umask(umask)
+            staging.chmod(0o777 & ~umask)  # mkdtemp made it private
+            os.rename(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return []
+    if not force:
+        raise ExistsError(f"{target} already exists; nothing was written (--force regenerates a project we made)")
+    previous = _read_manifest(target)
+    kept: list[str] = []
+    written: dict[str, str] = {}
+    for rel, text in files.items():
+        path = target / rel
+        if path.is_symlink() or (path.exists() and not _unchanged(path, previous.get(rel))):
+            kept.append(rel)
+            continue
+        _write_atomic(path, text)
+        written[rel] = text
+    _write_atomic(target / MANIFEST, _manifest(written))
+    return kept
+
+
+def _read_manifest(target: Path) -> dict[str, str]:
+    manifest = target / MANIFEST
+    if target.is_symlink() or not target.is_dir() or not manifest.is_file():
+        raise ExistsError(f"{target} was not generated by mcp-agent-kit; refusing to touch it")
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8")).get("files", {})
+    except (ValueError, AttributeError) as exc:
+        raise ExistsError(f"{manifest} is damaged; refusing to touch {target}") from exc
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def _unchanged(path: Path, digest: str | None) -> bool:
+    try:
+        return digest is not None and path.is_file() and _digest(path.read_text(encoding="utf-8")) == digest
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _write_all(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

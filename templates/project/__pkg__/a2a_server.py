@@ -1,0 +1,13 @@
+"""${name} as an A2A v1.0 agent: `python -m ${pkg}.a2a_server [--port 8080] [--store tasks.db]`."""
+
+import sys
+
+from mcp_agent_kit.a2a.cli import main as a2a_main
+
+
+def main() -> None:
+    sys.exit(a2a_main(["${pkg}.server:server", *sys.argv[1:]]))
+
+
+if __name__ == "__main__":
+    main()
