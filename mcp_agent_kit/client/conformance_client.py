@@ -38,7 +38,7 @@ def _sample(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _roots(params: dict[str, Any]) -> dict[str, Any]:
-    return {"roots": [{"uri": "file:///tmp/conformance", "name": "conformance"}]}
+    return {"roots": [{"uri": "file:///srv/conformance", "name": "conformance"}]}
 
 
 def _arguments_for(tool: dict[str, Any]) -> dict[str, Any]:

@@ -80,14 +80,14 @@ def _answers() -> dict[str, Any]:
     return {
         "elicitation": lambda p: {"action": "accept", "content": {"name": "ada", "ok": True}},
         "sampling": lambda p: {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"},
-        "roots": lambda p: {"roots": [{"uri": "file:///work", "name": "w"}]},
+        "roots": lambda p: {"roots": [{"uri": "file:///srv/project", "name": "w"}]},
     }
 
 
 def test_mrtr_rounds_answer_every_input_kind(peer: str) -> None:
     with Client.stdio(PY, [peer], **_answers()) as client:
         result = client.call_tool("ask_all", {})
-        assert result["content"][0]["text"] == "ada|Paris|file:///work"
+        assert result["content"][0]["text"] == "ada|Paris|file:///srv/project"
 
 
 def test_round_limit(peer: str) -> None:
