@@ -1,0 +1,164 @@
+"""create-mcp-agent: names, no-clobber writes, --force, validate.py verdicts, install helpers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_agent_kit.scaffold import checks, install
+from mcp_agent_kit.scaffold.cli import main_new
+from mcp_agent_kit.scaffold.names import NameError_, derive
+from mcp_agent_kit.scaffold.render import MANIFEST
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(("raw", "dist", "package"), [("my-agent", "my-agent", "my_agent"), ("my_agent", "my-agent", "my_agent"),
+                                                      ("Weather2", "weather2", "weather2")])
+def test_names(raw: str, dist: str, package: str) -> None:
+    names = derive(raw)
+    assert (names.dist, names.package) == (dist, package)
+
+
+@pytest.mark.parametrize("raw", ["", "../evil", "a b", "json", "tools", "a2a", "1abc", "café", "x" * 65, "a--b", "-a", "class"])
+def test_unsafe_names_are_refused(raw: str) -> None:
+    with pytest.raises(NameError_):
+        derive(raw)
+
+
+def test_create_twice_leaves_the_first_byte_identical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    project = tmp_path / "demo-agent"
+    before = tree_digest(project)
+    assert main_new(["demo-agent", "--dir", str(tmp_path), "--desc", "something else"]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert tree_digest(project) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-agent"]  # no staging leftovers
+
+
+def test_force_replaces_only_our_unchanged_files(tmp_path: Path) -> None:
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    project = tmp_path / "demo-agent"
+    (project / "README.md").write_text("my own notes\n")
+    (project / "notes.txt").write_text("mine\n")
+    (project / "server.py").unlink()
+    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 0
+    assert (project / "README.md").read_text() == "my own notes\n"
+    assert (project / "notes.txt").read_text() == "mine\n"
+    assert (project / "server.py").is_file()
+    manifest = json.loads((project / MANIFEST).read_text())["files"]
+    assert "README.md" not in manifest and "server.py" in manifest
+
+
+def test_force_refuses_a_directory_we_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "demo-agent").mkdir()
+    (tmp_path / "demo-agent" / "precious.txt").write_text("keep")
+    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 1
+    assert (tmp_path / "demo-agent" / "precious.txt").read_text() == "keep"
+
+
+def test_failure_leaves_nothing_half_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcp_agent_kit.scaffold.render as render
+
+    def explode(root: Path, files: dict[str, str]) -> None:
+        (root / "partial.txt").write_text("x")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(render, "_write_all", explode)
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def generated(tmp_path: Path) -> Path:
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    return tmp_path / "demo-agent"
+
+
+def run_validate(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "validate.py", *args], cwd=project, capture_output=True, text=True, timeout=120)
+
+
+def test_generated_project_validates_and_its_tests_pass(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    done = run_validate(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) >= 7 and all(line.startswith("✓ ") for line in lines)
+    report = json.loads(run_validate(project, "--json").stdout)
+    assert report["ok"] is True and {row["check"] for row in report["checks"]} == {name for name, _ in checks.CHECKS}
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project,
+                           capture_output=True, text=True, timeout=120)
+    assert tests.returncode == 0, tests.stdout
+    direct = subprocess.run([sys.executable, "server.py"], cwd=project, input="", capture_output=True, timeout=30)
+    assert direct.returncode == 0
+
+
+def test_a_tool_breaking_a_design_rule_fails_validation(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    tools = project / "demo_agent" / "tools" / "__init__.py"
+    tools.write_text(tools.read_text() + '''
+
+def shout(text: str) -> str:
+    """Shouts the text."""
+    return text.upper()
+
+
+_register = register_all
+
+
+def register_all(server: Server) -> None:
+    _register(server)
+    server.add_tool(shout)
+''')
+    done = run_validate(project)
+    assert done.returncode == 1
+    bad = [line for line in done.stdout.splitlines() if line.startswith("✗")]
+    assert any("'shout'" in line and "Use when X. Do not use for Y." in line for line in bad), done.stdout
+    assert any("'shout'" in line and "readOnlyHint or destructiveHint" in line for line in bad), done.stdout
+    assert any("SKILL.md does not mention tool(s) shout" in line for line in bad), done.stdout
+
+
+def test_fix_regenerates_skill_and_plugin(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    (project / "plugin" / "plugin.json").unlink()
+    assert run_validate(project).returncode == 1
+    assert run_validate(project, "--fix").returncode == 0
+
+
+def test_install_claude_desktop_keeps_other_entries_and_backs_up(tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    original = {"mcpServers": {"other": {"command": "x", "args": []}}, "theme": "dark"}
+    config.write_text(json.dumps(original))
+    code = install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python", "-m", "demo.server"])
+    assert code == 0
+    data = json.loads(config.read_text())
+    assert data["mcpServers"]["other"] == original["mcpServers"]["other"] and data["theme"] == "dark"
+    entry = data["mcpServers"]["demo"]
+    assert Path(entry["command"]).is_absolute() and entry["args"] == ["-m", "demo.server"]
+    backups = list(tmp_path.glob("claude_desktop_config.json.*.bak"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == original
+    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python"]) == 1
+
+
+def test_install_claude_desktop_refuses_a_malformed_config(tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text("{not json")
+    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python"]) == 1
+    assert config.read_text() == "{not json" and not list(tmp_path.glob("*.bak"))
+
+
+def test_install_claude_code_prints_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert install.main(["claude-code", "--name", "demo", "--", "python", "-m", "demo.server"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("claude mcp add --scope user demo -- /") and line.endswith("-m demo.server")
