@@ -23,7 +23,7 @@ from mcp_agent_kit.core.context import Context, InputRequired, ReplayBroker
 from mcp_agent_kit.core.registry import Registry, ToolDef
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
-EXTENSION_URI = "https://github.com/mcp-agent-kit/mcp-agent-kit/ext/mcp-tools/v1"
+EXTENSION_URI = "urn:mcp-agent-kit:a2a:mcp-tools:v1"
 _CAPABILITIES: dict[str, Any] = {"elicitation": {}}
 
 
