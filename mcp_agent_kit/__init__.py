@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Server": "mcp_agent_kit.server",
+    "Client": "mcp_agent_kit.client",
     "Context": "mcp_agent_kit.core.context",
     "ToolResult": "mcp_agent_kit.core.content",
     "ToolError": "mcp_agent_kit.core.content",
@@ -19,9 +20,10 @@ _EXPORTS = {
     "content": "mcp_agent_kit.core.content",
 }
 
-__all__ = ["Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content"]
+__all__ = ["Client", "Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content"]
 
 if TYPE_CHECKING:
+    from mcp_agent_kit.client import Client
     from mcp_agent_kit.core import content
     from mcp_agent_kit.core.content import ToolError, ToolResult
     from mcp_agent_kit.core.context import Context
