@@ -77,9 +77,6 @@ class A2AServer(ThreadingHTTPServer):
         interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
         self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens))
 
-    def server_close(self) -> None:
-        super().server_close()
-
 
 class A2ARequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
