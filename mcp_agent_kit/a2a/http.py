@@ -140,9 +140,19 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
         if length > self.server.max_body:
             self.close_connection = True
             limit = self.server.max_body
+            if length <= 8 * limit:  # read it away, so the client sees the 413 instead of a reset
+                self._discard(length)
             self._refuse(A2AError("PayloadTooLarge", f"Request body of {length} bytes is over the {limit} limit"), rpc)
             return None
         return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        left = length
+        while left > 0:
+            chunk = self.rfile.read(min(65536, left))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     def _stream(self, events: Iterator[dict[str, Any]], frame: Any) -> None:
         self.close_connection = True

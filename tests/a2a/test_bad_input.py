@@ -187,3 +187,14 @@ def test_ids_are_echoed_with_their_type(metrics: Live) -> None:
         body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": "GetTask", "params": {"id": "x"}}).encode()
         _, _, raw = metrics.request("POST", "/a2a", body)
         assert json.loads(raw)["id"] == id_
+
+
+def test_giant_declared_body_is_not_read_and_server_lives(metrics: Live) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", metrics.port), timeout=10) as sock:
+        head = "POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        sock.sendall(f"{head}Content-Length: {1 << 30}\r\n\r\n".encode())
+        reply = sock.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 413")
+    still_alive(metrics)
