@@ -31,7 +31,7 @@ def echo(text: str) -> str:
 
 
 FILE = {
-    "raw": base64.b64encode(b"Generated file content").decode(),
+    "raw": base64.b64encode(b"tck").decode(),
     "filename": "output.txt",
     "mediaType": "text/plain",
 }

@@ -68,7 +68,7 @@ class A2AServer(ThreadingHTTPServer):
         self.max_body = max_body
         self.bound = host
         actual = self.server_address[1]
-        shown = f"[{host}]" if ":" in host else host
+        shown = socket.getfqdn() if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
         self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
         self.allowed_hosts = {f"{name}:{actual}" for name in ("localhost", "127.0.0.1", "[::1]")}
         self.allowed_hosts |= {name for name in ("localhost", "127.0.0.1", "[::1]")}
