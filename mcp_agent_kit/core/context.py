@@ -20,6 +20,42 @@ from mcp_agent_kit.wire.jsonrpc import RpcError
 Notify = Callable[[dict[str, Any]], None]
 
 
+class CancelFlag(threading.Event):
+    """A threading.Event that allocates its lock only when someone waits on it.
+
+    One is made per request on the hot path; most are never waited on.
+    """
+
+    _create = threading.Lock()
+
+    def __init__(self) -> None:  # deliberately not Event.__init__: no Condition until needed
+        self._is_set = False
+        self._waiters: threading.Condition | None = None
+
+    def is_set(self) -> bool:
+        return self._is_set
+
+    def set(self) -> None:
+        self._is_set = True
+        waiters = self._waiters
+        if waiters is not None:
+            with waiters:
+                waiters.notify_all()
+
+    def clear(self) -> None:
+        self._is_set = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._is_set:
+            return True
+        with CancelFlag._create:
+            if self._waiters is None:
+                self._waiters = threading.Condition(threading.Lock())
+        waiters = self._waiters
+        with waiters:
+            return waiters.wait_for(lambda: self._is_set, timeout)
+
+
 class InputRequired(Exception):
     """Control flow: the handler needs answers the client has not given yet (modern era)."""
 
@@ -138,7 +174,7 @@ class Context:
         self.client_info = client_info
         self.progress_token = progress_token
         self.principal = principal
-        self.cancel_event = cancel_event or threading.Event()
+        self.cancel_event = cancel_event or CancelFlag()
         self.state: dict[str, Any] = state if state is not None else {}
         self._notify = notify
         self._broker = broker

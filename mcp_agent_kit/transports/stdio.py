@@ -21,6 +21,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
+from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
@@ -240,7 +241,7 @@ class StdioTransport:
 
     def _handle_request(self, message: dict[str, Any]) -> None:
         id_ = message["id"]
-        cancel = threading.Event()
+        cancel = CancelFlag()
         self.conn.inflight[id_] = cancel
         try:
             reply = self.dispatcher.handle(message, self.conn, self._outbox, cancel)
