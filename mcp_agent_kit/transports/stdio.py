@@ -169,9 +169,11 @@ class StdioTransport:
                     worker.started = 0.0
                     self._busy -= 1
                     self._drained.notify_all()
-                    if self._leader is not worker:
+                    retired = self._leader is not worker
+                    if retired:
                         self._workers.discard(worker)
-                        return
+            if retired:
+                return
 
     def _promote(self) -> None:
         """Make a new leader (call with _state_lock held)."""
