@@ -130,11 +130,13 @@ class McpRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: McpHTTPServer
     server_version = "mcp-agent-kit"
+    wbufsize = 64 * 1024  # headers and body leave in one segment; every reply ends with a flush
 
     # ---- connection handling ---------------------------------------------------------------
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.idle_timeout)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle_one_request(self) -> None:
         """Wait for a request line (idle timeout), then read the rest under a deadline."""
