@@ -58,7 +58,10 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
     for rel in kept:
         print(f"kept {rel} (you changed it)")
     shown = target if args.dir else Path(names.dist)
-    print(NEXT_STEPS.format(path=target.absolute(), rel=shown, dist=names.dist, pkg=names.package, python=sys.executable))
+    steps = NEXT_STEPS.format(
+        path=target.absolute(), rel=shown, dist=names.dist, pkg=names.package, python=sys.executable
+    )
+    print(steps)
     return 0
 
 
