@@ -182,8 +182,11 @@ def check_plugin(project: Project) -> list[Finding]:
     if not (plugin / "plugin.json").is_file():
         return [(False, "plugin/plugin.json is missing (run validate.py --fix)")]
     report = validate_plugin(plugin)
+    skills = sorted(p.parent.name for p in (plugin / "skills").glob("*/SKILL.md"))
+    if report.valid and project.name not in skills:
+        return [(False, f"plugin/ does not carry the skill skills/{project.name}/ (run validate.py --fix)")]
     if report.valid:
-        return [(True, "plugin/ is a valid Agent Plugins 1.0.0 package")]
+        return [(True, f"plugin/ is a valid Agent Plugins 1.0.0 package with skill(s) {', '.join(skills)}")]
     return [(False, str(f)) for f in report.findings if f.severity == "error"] or [(False, "plugin/ is invalid")]
 
 

@@ -114,6 +114,7 @@ def packaging_files(tools: list[dict[str, Any]], names: Names, description: str)
         skill_files=[skill],
     )
     files.update({f"plugin/{rel}": text for rel, text in plugin_files(spec).items()})
+    files.update({f"plugin/skills/{names.dist}/{rel}": text for rel, text in skill.items()})
     return files
 
 
