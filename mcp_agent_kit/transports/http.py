@@ -37,6 +37,18 @@ def _error_body(code: int, message: str) -> bytes:
     return jsonrpc.encode(jsonrpc.error_reply(None, code, message))
 
 
+class Headers(dict[str, str]):
+    """Request headers by lower-case name (a lean stand-in for email.message.Message)."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return super().get(name.lower(), default)
+
+
+_date_cache: list[Any] = [0, ""]
+# Headers that must not repeat (request smuggling, host confusion).
+_SINGLE = frozenset({"content-length", "host", "transfer-encoding", "authorization", "mcp-protocol-version"})
+
+
 class Reaper:
     """Shuts down sockets whose request is not fully read by its deadline (slow clients)."""
 
@@ -166,13 +178,59 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         except (TimeoutError, OSError):
             self.close_connection = True
 
+    def parse_request(self) -> bool:
+        """Request line and headers, parsed without the email package (it dominates per-request cost)."""
+        self.command = None  # type: ignore[assignment]
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if len(words) != 3 or not words[2].startswith("HTTP/1."):
+            self.send_error(400, "Bad request line")
+            return False
+        self.command, self.path, self.request_version = words
+        headers = Headers()
+        for _ in range(101):
+            line = self.rfile.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, sep, value = str(line, "iso-8859-1").partition(":")
+            key = name.lower()
+            if len(line) > 65536 or not sep or not name or name != name.strip() or (key in _SINGLE and key in headers):
+                self.send_error(400, "Bad header")
+                return False
+            value = value.strip()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        else:
+            self.send_error(431, "Too many headers")
+            return False
+        self.headers = headers  # type: ignore[assignment]
+        connection = headers.get("connection", "").lower()
+        http11 = self.request_version == "HTTP/1.1"
+        self.close_connection = connection == "close" if http11 else connection != "keep-alive"
+        if headers.get("expect", "").lower() == "100-continue":
+            self.send_response_only(100)
+            self.end_headers()
+        return True
+
     def _body_read(self) -> None:
         """The request is fully read: lift the deadline, allow long-running work."""
         self.server.reaper.release(self.connection)
         self.connection.settimeout(None)
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s " + format, self.address_string(), *args)
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once per second rather than per reply."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        cached = _date_cache
+        if cached[0] != now:
+            cached[:] = [now, super().date_time_string(now)]
+        return str(cached[1])
 
     # ---- small replies ------------------------------------------------------------------------
     def _plain(self, status: int, body: bytes, headers: dict[str, str] | None = None,
