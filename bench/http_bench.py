@@ -56,7 +56,8 @@ def free_port() -> int:
 def start(kind: str, port: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if kind == "ours":
-        argv = [sys.executable, "-m", "mcp_agent_kit", "serve", "examples/metrics_server.py", "--http", f"127.0.0.1:{port}"]
+        example = "examples/metrics_server.py"
+        argv = [sys.executable, "-m", "mcp_agent_kit", "serve", example, "--http", f"127.0.0.1:{port}"]
     else:
         argv = [sys.executable, "-c", SDK_RUNNER, str(port), str(ROOT / "bench")]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -181,7 +181,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         """Request line and headers, parsed without the email package (it dominates per-request cost)."""
         self.command = None  # type: ignore[assignment]
-        self.request_version = self.default_request_version
+        self.request_version = "HTTP/1.0"  # HTTP/0.9 is not spoken: errors always carry a status line
         self.close_connection = True
         self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         words = self.requestline.split()

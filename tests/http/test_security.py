@@ -106,3 +106,17 @@ def test_error_bodies_are_json(serve: Any) -> None:
     status, headers, payload = running.post({}, {"Host": "evil.example.com"})
     assert status == 403 and headers["content-type"] == "application/json"
     assert "id" not in json.loads(payload)
+
+
+def test_malformed_and_duplicate_headers_are_400(serve: Any) -> None:
+    running = serve(make_server().dispatcher)
+    for raw in (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example.com\r\nContent-Length: 2\r\n\r\n{}",
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        b"POST /mcp HTTP/1.1\r\nHost : 127.0.0.1\r\n\r\n",
+        b"GARBAGE\r\n\r\n",
+    ):
+        with socket.create_connection((running.host, running.port), timeout=10) as sock:
+            sock.sendall(raw)
+            status_line = sock.recv(4096).split(b"\r\n", 1)[0]
+            assert status_line.split()[1:2] == [b"400"], (raw, status_line)
