@@ -3,7 +3,7 @@
 `initialize` mints an unguessable `Mcp-Session-Id`; later requests must echo it (missing →
 400, unknown or expired → 404). A session holds the era Connection, the server→client
 requests waiting for answers, the standalone GET stream for list-changed and resource-updated
-notifications, and recent SSE events so a client may resume with `Last-Event-ID`. Rules: no
+notifications (streams are not resumable: no `Last-Event-ID`). Rules: no
 socket code beyond the Exchange it is handed; a session belongs to the principal that made it.
 """
 
@@ -13,7 +13,6 @@ import itertools
 import secrets
 import threading
 import time
-from collections import deque
 from concurrent.futures import Future
 from typing import Any
 
@@ -28,7 +27,6 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
     "resourceTemplates": "notifications/resources/list_changed",
 }
-REPLAY_EVENTS = 256
 
 
 class Session:
@@ -43,19 +41,9 @@ class Session:
         self.pending: dict[Any, Future[dict[str, Any]]] = {}
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._events = itertools.count(1)
-        # Resumability: stream key -> recent (event id, message); event id -> stream key.
-        self.replay: dict[str, deque[tuple[str, dict[str, Any]]]] = {}
-        self.unsent: dict[str, list[dict[str, Any]]] = {}
 
     def next_request_id(self) -> str:
         return f"srv-{next(self._ids)}"
-
-    def event_ids(self, stream: str) -> Any:
-        def mint() -> str:
-            return f"{stream}.{next(self._events)}"
-
-        return mint
 
     def resolve(self, message: dict[str, Any]) -> None:
         """A client's JSON-RPC response to one of our requests."""

@@ -30,8 +30,6 @@ class Exchange:
         can_stream: bool,
         extra_headers: dict[str, str] | None = None,
         requester: Requester | None = None,
-        event_ids: Callable[[], str] | None = None,
-        retry_ms: int | None = None,
     ) -> None:
         self.handler = handler
         self.can_stream = can_stream
@@ -42,9 +40,6 @@ class Exchange:
         self.sent = False
         self._lock = threading.Lock()
         self._requester = requester
-        self._event_ids = event_ids
-        self._retry_ms = retry_ms
-        self.last_event_id: str | None = None
 
     # ---- Outbox ------------------------------------------------------------------------------
     def notify(self, message: dict[str, Any]) -> None:
@@ -131,21 +126,10 @@ class Exchange:
         except OSError:
             self._gone()
             return
-        if self._event_ids is not None:
-            # A priming event with an id and no data, so the client can resume from the start.
-            priming = f"id: {self._event_ids()}\n"
-            if self._retry_ms is not None:
-                priming += f"retry: {self._retry_ms}\n"
-            self._write((priming + "data: \n\n").encode())
-        else:
-            self._write(b"")
+        self._write(b"")
 
     def _event(self, message: dict[str, Any]) -> None:
-        head = b"event: message\n"
-        if self._event_ids is not None:
-            self.last_event_id = self._event_ids()
-            head += f"id: {self.last_event_id}\n".encode()
-        self._write(head + b"data: " + jsonrpc.encode_safely(message) + b"\n\n")
+        self._write(b"event: message\ndata: " + jsonrpc.encode_safely(message) + b"\n\n")
 
     def _write(self, data: bytes) -> None:
         if self.broken:
