@@ -18,9 +18,11 @@ _EXPORTS = {
     "ResourceNotFound": "mcp_agent_kit.core.registry",
     "RpcError": "mcp_agent_kit.wire.jsonrpc",
     "content": "mcp_agent_kit.core.content",
+    "start_task": "mcp_agent_kit.core.tasks",
+    "task_tool": "mcp_agent_kit.core.tasks",
 }
 
-__all__ = ["Client", "Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content"]
+__all__ = ["Client", "Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content", "start_task", "task_tool"]
 
 if TYPE_CHECKING:
     from mcp_agent_kit.client import Client
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from mcp_agent_kit.core.content import ToolError, ToolResult
     from mcp_agent_kit.core.context import Context
     from mcp_agent_kit.core.registry import ResourceNotFound
+    from mcp_agent_kit.core.tasks import start_task, task_tool
     from mcp_agent_kit.server import Server
     from mcp_agent_kit.wire.jsonrpc import RpcError
 

@@ -8,33 +8,17 @@ functions; no I/O, no HTTP library.
 
 from __future__ import annotations
 
-import base64
 import re
 from typing import Any, Final
 
 from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.wire.headers import NAME_FIELD, encode_value, value_at
+
+__all__ = ["NAME_FIELD", "encode_value", "header_params", "header_value", "request_headers"]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_PLAIN = re.compile(r"^[\x20-\x7e]*$")
-_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.DOTALL)
 _HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
-# The request field mirrored into Mcp-Name, per method.
-NAME_FIELD: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-
-
-def encode_value(value: str) -> str:
-    """A header-safe form of value: plain when visible ASCII without edge whitespace, else base64."""
-    if _PLAIN.match(value) and value == value.strip() and not _SENTINEL.match(value):
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 def header_value(value: Any) -> str | None:
@@ -89,14 +73,6 @@ def _walk(node: Any, path: tuple[str, ...], reachable: bool, found: dict[str, tu
     return True
 
 
-def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(arguments, dict):
-            return None
-        arguments = arguments.get(key)
-    return arguments
-
-
 def request_headers(message: dict[str, Any], params_map: dict[str, tuple[str, ...]] | None = None) -> dict[str, str]:
     """The modern headers for one enveloped request (empty for a legacy body)."""
     params = message.get("params")
@@ -112,7 +88,7 @@ def request_headers(message: dict[str, Any], params_map: dict[str, tuple[str, ..
     if method == "tools/call" and params_map:
         arguments = params.get("arguments")
         for name, path in sorted(params_map.items()):
-            text = header_value(_lookup(arguments, path))
+            text = header_value(value_at(arguments, path))
             if text is not None:
                 headers[f"Mcp-Param-{name}"] = text
     return headers

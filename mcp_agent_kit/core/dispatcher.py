@@ -94,6 +94,7 @@ class Dispatcher:
         self.registry = registry
         self.features: set[str] = set()  # optional abilities a transport adds, e.g. "listen"
         self._offered: frozenset[str] | None = None
+        self._offered_features = 0
         self._server_info: dict[str, Any] | None = None
         registry.on_change(self._registry_changed)
 
@@ -236,7 +237,8 @@ class Dispatcher:
         if need is None:
             return True
         offered = self._offered
-        if offered is None:
+        if offered is None or self._offered_features != len(self.features):
+            self._offered_features = len(self.features)
             offered = self._offered = frozenset(self.capabilities(MODERN))
         return need in offered
 

@@ -8,31 +8,15 @@ header lookup and a parsed message; no sockets, no dispatcher.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.core.registry import Registry
-from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.wire import headers, mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 Lookup = Callable[[str], str | None]
 """header(name) -> value or None (names are case-insensitive)."""
-
-_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-_PREFIX, _SUFFIX = "=?base64?", "?="
-# Which body field Mcp-Name mirrors, per method (SEP-2243; taskId for the tasks extension).
-NAME_FIELD: dict[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-
 
 def mismatch(why: str) -> RpcError:
     return RpcError(mcp.HEADER_MISMATCH, f"Header mismatch: {why}")
@@ -40,16 +24,10 @@ def mismatch(why: str) -> RpcError:
 
 def decode_value(raw: str) -> str:
     """A header value with optional whitespace trimmed and the base64 sentinel decoded."""
-    value = raw.strip(" \t")
-    if len(value) >= len(_PREFIX) + len(_SUFFIX) and value.startswith(_PREFIX) and value.endswith(_SUFFIX):
-        body = value[len(_PREFIX) : -len(_SUFFIX)]
-        if len(body) % 4 or not _B64.fullmatch(body):
-            raise mismatch("malformed base64 header value")
-        try:
-            return base64.b64decode(body, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError) as exc:
-            raise mismatch("malformed base64 header value") from exc
-    return value
+    try:
+        return headers.decode_value(raw)
+    except ValueError as exc:
+        raise mismatch(str(exc)) from exc
 
 
 def _same(header: str, value: Any) -> bool:
@@ -77,7 +55,7 @@ def check_envelope(header: Lookup, message: dict[str, Any]) -> None:
         raise mismatch("missing Mcp-Method header")
     if decode_value(method) != message.get("method"):
         raise mismatch("Mcp-Method does not match the request method")
-    field = NAME_FIELD.get(str(message.get("method")))
+    field = headers.NAME_FIELD.get(str(message.get("method")))
     name = header("mcp-name")
     if field is None:
         return
@@ -112,14 +90,6 @@ def header_params(schema: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
-def _at(arguments: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(arguments, dict):
-            return None
-        arguments = arguments.get(key)
-    return arguments
-
-
 def check_params(header: Lookup, message: dict[str, Any], registry: Registry) -> None:
     """Ladder step 8: each `Mcp-Param-{X}` against the tool argument annotated with X."""
     if message.get("method") != "tools/call":
@@ -130,7 +100,7 @@ def check_params(header: Lookup, message: dict[str, Any], registry: Registry) ->
         return
     arguments = params.get("arguments")
     for name, path in header_params(tool.input_schema):
-        value = _at(arguments, path)
+        value = headers.value_at(arguments, path)
         raw = header(f"mcp-param-{name}")
         if value is None:
             if raw is not None:
