@@ -22,7 +22,18 @@ _EXPORTS = {
     "task_tool": "mcp_agent_kit.core.tasks",
 }
 
-__all__ = ["Client", "Context", "ResourceNotFound", "RpcError", "Server", "ToolError", "ToolResult", "content", "start_task", "task_tool"]
+__all__ = [
+    "Client",
+    "Context",
+    "ResourceNotFound",
+    "RpcError",
+    "Server",
+    "ToolError",
+    "ToolResult",
+    "content",
+    "start_task",
+    "task_tool",
+]
 
 if TYPE_CHECKING:
     from mcp_agent_kit.client import Client
