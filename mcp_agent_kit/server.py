@@ -43,6 +43,8 @@ class Server(Registry):
 
     def run(self, argv: list[str] | None = None) -> None:
         """Serve stdio, or Streamable HTTP with `--http HOST:PORT`; exits the process when done."""
+        if not (sys.argv[1:] if argv is None else argv):
+            sys.exit(self.serve_stdio())  # the common case, without loading argparse
         parser = argparse.ArgumentParser(description=f"MCP server {self.name}")
         parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
         parser.add_argument("--token", help="require this bearer token (HTTP)")

@@ -9,17 +9,15 @@ checks (HTTP) at the two ladder steps that need them.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.registry import Registry
+from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
-
-log = logging.getLogger("mcp_agent_kit")
 
 MODERN = "modern"
 LEGACY = "legacy"
@@ -117,7 +115,7 @@ class Dispatcher:
         except RpcError as exc:
             return jsonrpc.error_reply(id_, exc.code, exc.message, exc.data)
         except Exception:
-            log.exception("internal error while handling %s", message.get("method"))
+            logger("mcp_agent_kit").exception("internal error while handling %s", message.get("method"))
             return jsonrpc.error_reply(id_, INTERNAL_ERROR, "Internal error")
         if cancel is not None and cancel.is_set():
             return None

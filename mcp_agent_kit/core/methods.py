@@ -8,7 +8,6 @@ protocol error is an RpcError, a tool failure is an `isError` result.
 from __future__ import annotations
 
 import base64
-import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.core import content, invoke
 from mcp_agent_kit.core.context import Context, InputBroker, InputRequired, LegacyBroker, ReplayBroker
 from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
+from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
 
-log = logging.getLogger("mcp_agent_kit")
 STATE_TTL_S = 600.0
 MODERN, LEGACY = "modern", "legacy"
 BOTH = frozenset({MODERN, LEGACY})
@@ -260,7 +259,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
     except content.ToolError as exc:
         return content.error_result(str(exc))
     except Exception as exc:
-        log.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
+        logger().warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
         return content.error_result(str(exc) or type(exc).__name__)
     checker = tool.output_validator()
     if checker is not None and not result["isError"] and not checker.is_valid(result.get("structuredContent")):
@@ -311,7 +310,7 @@ def resources_read(call: Call) -> dict[str, Any]:
     except RpcError:
         raise
     except Exception as exc:
-        log.warning("resource %r raised %s: %s", uri, type(exc).__name__, exc)
+        logger().warning("resource %r raised %s: %s", uri, type(exc).__name__, exc)
         raise RpcError(INTERNAL_ERROR, f"Internal error reading {uri}: {exc}") from exc
     if isinstance(value, _InputRequiredResult):
         return dict(value)
@@ -359,7 +358,7 @@ def prompts_get(call: Call) -> dict[str, Any]:
     except RpcError:
         raise
     except Exception as exc:
-        log.warning("prompt %r raised %s: %s", name, type(exc).__name__, exc)
+        logger().warning("prompt %r raised %s: %s", name, type(exc).__name__, exc)
         raise RpcError(INTERNAL_ERROR, f"Internal error in prompt {name!r}: {exc}") from exc
     result: dict[str, Any] = {"messages": messages}
     description = description or prompt.wire.get("description")

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 import weakref
 from concurrent.futures import Future
-from datetime import UTC, datetime
 from typing import Any
 
 from mcp_agent_kit.core import listen, methods
@@ -94,6 +92,8 @@ def declared(capabilities: dict[str, Any]) -> bool:
 
 
 def _now() -> str:
+    from datetime import UTC, datetime  # lazily: tasks are rare, server start is not
+
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -102,6 +102,8 @@ class Task:
     """One task's state. Mutated only under its store's lock."""
 
     def __init__(self, principal: str | None, ttl_ms: int | None) -> None:
+        import uuid
+
         self.id = str(uuid.uuid4())
         self.principal = principal
         self.status = "working"

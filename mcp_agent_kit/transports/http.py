@@ -433,8 +433,9 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             self._json_error(409, INVALID_REQUEST, "Conflict: this session already has a GET stream")
             return
         exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
-        exchange.start_stream()
-        session.stream = exchange
+        with session.stream_lock:  # a push that follows the client seeing our headers finds the stream
+            exchange.start_stream()
+            session.stream = exchange
         try:
             while not (session.closed.wait(15.0) or self.server.closing.is_set()):
                 if not exchange.heartbeat():

@@ -40,6 +40,7 @@ class Session:
         self.stream: Exchange | None = None
         self.pending: dict[Any, Future[dict[str, Any]]] = {}
         self.lock = threading.Lock()
+        self.stream_lock = threading.Lock()  # held while the GET stream opens, so no push is lost
         self._ids = itertools.count(1)
 
     def next_request_id(self) -> str:
@@ -60,7 +61,8 @@ class Session:
 
     def push(self, message: dict[str, Any]) -> bool:
         """Send on the standalone GET stream, if one is open."""
-        stream = self.stream
+        with self.stream_lock:
+            stream = self.stream
         if stream is None or stream.broken:
             return False
         stream.notify(message)

@@ -12,7 +12,6 @@ dispatcher, never here.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import signal
 import sys
@@ -23,10 +22,10 @@ from typing import Any, BinaryIO
 
 from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
+from mcp_agent_kit.logs import log_to_stderr, logger
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
 
-log = logging.getLogger("mcp_agent_kit.stdio")
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 _LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
@@ -163,7 +162,7 @@ class StdioTransport:
                 if line.strip():
                     self._handle_line(line)
             except Exception:
-                log.exception("unexpected error while handling a line")
+                    logger("mcp_agent_kit.stdio").exception("unexpected error while handling a line")
             finally:
                 with self._state_lock:
                     worker.started = 0.0
@@ -296,9 +295,7 @@ def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    if not logging.getLogger().handlers:
-        level = os.environ.get("MCP_LOG_LEVEL", "WARNING").upper()
-        logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    log_to_stderr()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_stop)
     transport = StdioTransport(dispatcher, sys.stdin.buffer, protocol_out, **options)
@@ -306,7 +303,8 @@ def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
     if transport.readers_alive():
         # A reader is still blocked on stdin (we stopped on SIGTERM): the interpreter cannot
         # shut down cleanly around it, so flush and leave now. All replies were written.
-        logging.shutdown()
+        if "logging" in sys.modules:
+            sys.modules["logging"].shutdown()
         sys.stderr.flush()
         os._exit(code)
     return code
