@@ -92,8 +92,11 @@ def dumps_text(value: Any) -> str:
     return _TEXT_ENCODER.encode(value)
 
 
-def tool_result(value: Any) -> dict[str, Any]:
-    """A CallToolResult for whatever a tool handler returned."""
+def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
+    """A CallToolResult for whatever a tool handler returned.
+
+    With structured (the tool declares an outputSchema), any plain value is structuredContent.
+    """
     if isinstance(value, ToolResult):
         result: dict[str, Any] = {"content": [_block(item) for item in value.content]}
         if value.structured is not None:
@@ -104,6 +107,8 @@ def tool_result(value: Any) -> dict[str, Any]:
         if value.meta:
             result["_meta"] = dict(value.meta)
         return result
+    if structured and not is_content_block(value):
+        return {"content": [text(dumps_text(value))], "structuredContent": value, "isError": False}
     if isinstance(value, str):
         return {"content": [text(value)], "isError": False}
     if is_content_block(value):

@@ -143,7 +143,14 @@ class LegacyBroker:
         if needed is not None or self.send is None:
             what = ", ".join(needed or {"server-to-client requests": None})
             raise ToolError(f"this client did not declare the {what} capability this tool needs")
-        return {key: self.send(str(req["method"]), dict(req.get("params") or {})) for key, req in requests.items()}
+        answers = {}
+        for key, req in requests.items():
+            method = str(req["method"])
+            try:
+                answers[key] = self.send(method, dict(req.get("params") or {}))
+            except RpcError as exc:  # the client's failure is the tool's, not the tools/call's
+                raise ToolError(f"the client could not answer {method}: {exc.message} ({exc.code})") from exc
+        return answers
 
 
 class Context:

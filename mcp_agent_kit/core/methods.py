@@ -225,13 +225,12 @@ def tools_call(call: Call) -> dict[str, Any]:
     except ValueError as exc:  # SchemaError: the tool's own schema is broken
         raise RpcError(INTERNAL_ERROR, f"Internal error: tool {name!r} has an invalid inputSchema: {exc}") from exc
     if validator.is_valid(arguments):
-        return execute_tool(call, tool, _coerce_integers(tool.input_schema, arguments))
+        return execute_tool(call, tool, tool.handler.convert(_coerce_integers(tool.input_schema, arguments)))
     violations = validator.validate(arguments)
     if violations:
         detail = "; ".join(v.message for v in violations)
         return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
-    arguments = _coerce_integers(tool.input_schema, arguments)
-    return execute_tool(call, tool, arguments)
+    return execute_tool(call, tool, tool.handler.convert(_coerce_integers(tool.input_schema, arguments)))
 
 
 # Extensions (core.tasks) may take over a validated tools/call: runner(call, tool, arguments)
@@ -253,7 +252,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         value = _run_with_input(call, tool.name, arguments, run, tool.handler)
         if isinstance(value, _InputRequiredResult):
             return dict(value)
-        result = content.tool_result(value)
+        result = content.tool_result(value, structured="outputSchema" in tool.wire)
     except (RpcError, InputRequired):
         raise
     except content.ToolError as exc:
@@ -311,7 +310,7 @@ def resources_read(call: Call) -> dict[str, Any]:
         raise
     except Exception as exc:
         logger().warning("resource %r raised %s: %s", uri, type(exc).__name__, exc)
-        raise RpcError(INTERNAL_ERROR, f"Internal error reading {uri}: {exc}") from exc
+        raise RpcError(INTERNAL_ERROR, f"Internal error reading {uri} (see the server log)") from exc
     if isinstance(value, _InputRequiredResult):
         return dict(value)
     mime = definition.mime_type
@@ -346,6 +345,10 @@ def prompts_get(call: Call) -> dict[str, Any]:
     known = {arg["name"] for arg in prompt.wire.get("arguments", ())}
     if not prompt.handler.takes_kwargs:
         arguments = {key: value for key, value in arguments.items() if key in known}
+    try:
+        arguments = prompt.handler.convert(arguments)
+    except ValueError as exc:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
 
     def run(ctx: Context | None) -> Any:
         return invoke.call(prompt.handler, arguments, ctx, call.cancel)
@@ -359,7 +362,7 @@ def prompts_get(call: Call) -> dict[str, Any]:
         raise
     except Exception as exc:
         logger().warning("prompt %r raised %s: %s", name, type(exc).__name__, exc)
-        raise RpcError(INTERNAL_ERROR, f"Internal error in prompt {name!r}: {exc}") from exc
+        raise RpcError(INTERNAL_ERROR, f"Internal error in prompt {name!r} (see the server log)") from exc
     result: dict[str, Any] = {"messages": messages}
     description = description or prompt.wire.get("description")
     if description:
@@ -390,7 +393,8 @@ def completion_complete(call: Call) -> dict[str, Any]:
         try:
             found = completer(arg_name, value, context_args)
         except Exception as exc:
-            raise RpcError(INTERNAL_ERROR, f"Internal error in completion: {exc}") from exc
+            logger().warning("completion for %r raised %s: %s", key, type(exc).__name__, exc)
+            raise RpcError(INTERNAL_ERROR, "Internal error in completion (see the server log)") from exc
         if isinstance(found, dict):
             values = list(found.get("values", []))
             total, has_more = found.get("total"), bool(found.get("hasMore", False))

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from mcp_agent_kit.core.signature import (
     context_parameter,
+    converters,
     docstring_summary,
     parameters_schema,
 )
@@ -48,19 +49,41 @@ def _context_type() -> type:
 class Handler:
     """A user callable plus how to call it."""
 
-    __slots__ = ("context_arg", "fn", "is_async", "takes_kwargs")
+    __slots__ = ("context_arg", "converters", "fn", "is_async", "takes_kwargs")
 
-    def __init__(self, fn: Callable[..., Any], context_arg: str | None, takes_kwargs: bool, is_async: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        context_arg: str | None,
+        takes_kwargs: bool,
+        is_async: bool,
+        converters: dict[str, Callable[[Any], Any]] | None = None,
+    ) -> None:
         self.fn = fn
         self.context_arg = context_arg
         self.takes_kwargs = takes_kwargs
         self.is_async = is_async
+        self.converters = converters or {}
 
     @classmethod
     def wrap(cls, fn: Callable[..., Any]) -> Handler:
         ctx = context_parameter(fn, _context_type())
-        _, takes_kwargs = parameters_schema(fn, frozenset({ctx}) if ctx else frozenset())
-        return cls(fn, ctx, takes_kwargs, inspect.iscoroutinefunction(fn))
+        skip = frozenset({ctx}) if ctx else frozenset()
+        _, takes_kwargs = parameters_schema(fn, skip)
+        return cls(fn, ctx, takes_kwargs, inspect.iscoroutinefunction(fn), converters(fn, skip))
+
+    def convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Arguments as the handler's annotations promise them (Enum members, numbers); ValueError if not."""
+        if not self.converters:
+            return arguments
+        converted = dict(arguments)
+        for name, convert in self.converters.items():
+            if name in converted and converted[name] is not None:
+                try:
+                    converted[name] = convert(converted[name])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ValueError(f"argument {name!r}: cannot convert {converted[name]!r}") from exc
+        return converted
 
 
 class ToolDef:

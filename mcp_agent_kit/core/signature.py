@@ -29,10 +29,16 @@ def schema_for(annotation: Any) -> dict[str, Any]:
     """The JSON Schema for one type annotation (a small, predictable subset of typing)."""
     if annotation is inspect.Parameter.empty:
         return {}
-    if annotation in _SCALARS:
-        return dict(_SCALARS[annotation])
+    try:
+        scalar = _SCALARS.get(annotation)
+    except TypeError:  # unhashable, e.g. Annotated[..., {"maxLength": 5}]
+        scalar = None
+    if scalar is not None:
+        return dict(scalar)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if origin in (typing.NotRequired, typing.Required):
+        return schema_for(args[0])
     if origin is typing.Annotated:
         schema = schema_for(args[0])
         for extra in args[1:]:
@@ -69,7 +75,13 @@ def schema_for(annotation: Any) -> dict[str, Any]:
 
 def _typeddict_schema(annotation: Any) -> dict[str, Any]:
     hints = typing.get_type_hints(annotation, include_extras=True)
-    required = sorted(getattr(annotation, "__required_keys__", hints.keys()))
+    total = getattr(annotation, "__total__", True)
+    marks = {name: typing.get_origin(hint) for name, hint in hints.items()}
+    # Read Required/NotRequired from the hints themselves: __required_keys__ misses them when the
+    # class was defined under `from __future__ import annotations`.
+    required = sorted(
+        name for name, mark in marks.items() if mark is typing.Required or (total and mark is not typing.NotRequired)
+    )
     return {
         "type": "object",
         "properties": {name: schema_for(hint) for name, hint in hints.items()},
@@ -122,6 +134,38 @@ def _is_json(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
     return False
+
+
+_BOOLS = {"true": True, "false": False}
+
+
+def _converter(annotation: Any) -> Callable[[Any], Any] | None:
+    """How to turn a JSON (or prompt string) argument into what the annotation promises."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        enum_type = annotation
+        return lambda value: value if isinstance(value, enum_type) else enum_type(value)
+    if annotation in (int, float):
+        number: type = annotation
+        return lambda value: number(value) if isinstance(value, str) else value
+    if annotation is bool:
+        return lambda value: _BOOLS[value.lower()] if isinstance(value, str) else value
+    return None
+
+
+def converters(fn: Callable[..., Any], skip: frozenset[str] = frozenset()) -> dict[str, Callable[[Any], Any]]:
+    """{parameter: converter} for parameters whose values need converting (Enum members, prompt numbers)."""
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        return {}
+    found = {}
+    for name in inspect.signature(fn).parameters:
+        convert = _converter(hints.get(name)) if name not in skip and name in hints else None
+        if convert is not None:
+            found[name] = convert
+    return found
 
 
 def context_parameter(fn: Callable[..., Any], context_type: type) -> str | None:

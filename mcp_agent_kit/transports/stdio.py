@@ -79,9 +79,10 @@ class StdioTransport:
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self.promote_after = 0.002
+        self.idle_tick = 0.05
         self._workers: set[_Worker] = set()
         self._leader: _Worker | None = None
-        self._watching = threading.Event()
+        self._stop_watch = threading.Event()
         self._busy = 0
         self._eof = False
         self._drained = threading.Condition(self._state_lock)
@@ -149,25 +150,26 @@ class StdioTransport:
                 if self._leader is not worker or self._eof:
                     return
                 line = self._read_line()
-            with self._state_lock:
-                if line is None:
+            if line is None:
+                with self._state_lock:
                     self._finish_input()
-                    return
+                self._end_subscriptions()
+                return
+            with self._state_lock:
                 self._busy += 1
                 worker.seq += 1
                 worker.started = time.monotonic()
-            if not self._watching.is_set():
-                self._watching.set()
             try:
                 if line.strip():
                     self._handle_line(line)
             except Exception:
-                    logger("mcp_agent_kit.stdio").exception("unexpected error while handling a line")
+                logger("mcp_agent_kit.stdio").exception("unexpected error while handling a line")
             finally:
                 with self._state_lock:
                     worker.started = 0.0
                     self._busy -= 1
-                    self._drained.notify_all()
+                    if self._eof and not self._busy:  # only shutdown waits for the drain
+                        self._drained.notify_all()
                     retired = self._leader is not worker
                     if retired:
                         self._workers.discard(worker)
@@ -193,21 +195,27 @@ class StdioTransport:
                 self._promote()
 
     def _watch(self) -> None:
-        """Promote a new leader when the current one is stuck on one message."""
-        while True:
+        """Promote a new leader when the current one has been on one message for a whole tick.
+
+        It polls on its own clock (fast while lines flow, slow when idle) so the request path
+        never has to wake it.
+        """
+        seen: tuple[_Worker | None, int, float] = (None, -1, 0.0)
+        last_seq = -1
+        while not self._stop_watch.wait(self.promote_after if last_seq >= 0 else self.idle_tick):
             with self._state_lock:
-                if self._eof:
-                    return
                 leader = self._leader
                 seq, started = (leader.seq, leader.started) if leader else (0, 0.0)
-            if not started:
-                self._watching.wait(0.05)
-                self._watching.clear()
-                continue
-            time.sleep(self.promote_after)
-            with self._state_lock:
-                if self._leader is leader and leader is not None and leader.seq == seq and leader.started == started:
+                if started and seen == (leader, seq, started):
                     self._promote()
+            seen = (leader, seq, started)
+            last_seq = seq if (seq != last_seq or started) else -1
+
+    def _end_subscriptions(self) -> None:
+        """Open subscriptions/listen requests never finish by themselves: end them at shutdown."""
+        listen = sys.modules.get("mcp_agent_kit.core.listen")
+        if listen is not None:
+            listen.close(self.dispatcher)
 
     def _finish_input(self) -> None:
         """EOF (call with _state_lock held): fail pending client requests, wake the waiters."""
@@ -215,7 +223,7 @@ class StdioTransport:
         for future in self._pending.values():
             future.set_exception(RpcError(jsonrpc.INTERNAL_ERROR, "the client closed the connection"))
         self._drained.notify_all()
-        self._watching.set()
+        self._stop_watch.set()
 
     def _handle_line(self, line: bytes) -> None:
         incoming = jsonrpc.decode(line)
@@ -263,6 +271,8 @@ class StdioTransport:
                 while not (self._eof and self._busy == 0):
                     self._drained.wait(0.5)
         except _Stop:
+            self._stop_watch.set()
+            self._end_subscriptions()
             with self._state_lock:
                 self._eof = True
                 while self._busy:

@@ -286,3 +286,28 @@ def test_pagination_walks_every_tool_in_order(peer: StdioPeer) -> None:
         if cursor is None:
             break
     assert names == sorted(names) and len(names) == len(set(names)) > 2 and rounds > 1
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_an_open_listen_does_not_keep_the_server_alive(how: str) -> None:
+    with StdioPeer() as peer:
+        peer.send(modern("sub", "subscriptions/listen", notifications={"toolsListChanged": True}))
+        ack = peer.recv()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        if how == "eof":
+            assert peer.close(10) == 0
+        else:
+            peer.proc.send_signal(signal.SIGTERM)
+            assert peer.proc.wait(10) == 0
+        final = json.loads(peer.raw[-1])
+        assert final["id"] == "sub" and final["result"]["resultType"] == "complete"
+
+
+def test_legacy_client_error_to_elicitation_is_a_tool_error(peer: StdioPeer) -> None:
+    peer.call(legacy(1, "initialize", protocolVersion="2025-11-25", capabilities={"elicitation": {}}))
+    peer.send(legacy(2, "tools/call", name="ask_name", arguments={}))
+    request = peer.recv()
+    peer.send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "Method not found"}})
+    reply = peer.recv()
+    assert reply["id"] == 2 and reply["result"]["isError"] is True
+    assert "elicitation/create" in reply["result"]["content"][0]["text"]
