@@ -47,8 +47,9 @@ class StdioPeer:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.raw: list[bytes] = []
         self.stderr = b""
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        self._pumps = [threading.Thread(target=self._pump, daemon=True), threading.Thread(target=self._pump_err, daemon=True)]
+        for pump in self._pumps:
+            pump.start()
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -83,11 +84,18 @@ class StdioPeer:
             if reply.get("id") == message.get("id") and "method" not in reply:
                 return reply
 
+    def wait(self, timeout: float = 10.0) -> int:
+        """Wait for the process to exit and for everything it wrote to be read."""
+        code = self.proc.wait(timeout)
+        for pump in self._pumps:
+            pump.join(timeout)
+        return code
+
     def close(self, timeout: float = 10.0) -> int:
         assert self.proc.stdin is not None
         if not self.proc.stdin.closed:
             self.proc.stdin.close()
-        return self.proc.wait(timeout)
+        return self.wait(timeout)
 
     def __enter__(self) -> StdioPeer:
         return self

@@ -231,7 +231,7 @@ def test_sigterm_finishes_in_flight_work_and_exits_zero() -> None:
         peer.send(modern(1, "tools/call", name="slow", arguments={"seconds": 0.5}))
         time.sleep(0.2)
         peer.proc.send_signal(signal.SIGTERM)
-        assert peer.proc.wait(10) == 0
+        assert peer.wait(10) == 0
         assert json.loads(peer.raw[-1])["result"]["content"][0]["text"] == "slept 0.5"
 
 
@@ -298,7 +298,7 @@ def test_an_open_listen_does_not_keep_the_server_alive(how: str) -> None:
             assert peer.close(10) == 0
         else:
             peer.proc.send_signal(signal.SIGTERM)
-            assert peer.proc.wait(10) == 0
+            assert peer.wait(10) == 0
         final = json.loads(peer.raw[-1])
         assert final["id"] == "sub" and final["result"]["resultType"] == "complete"
 
