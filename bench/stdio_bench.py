@@ -3,7 +3,8 @@
 Contestants: a bare JSON responder (the floor), examples/metrics_server.py (ours, argument
 validation on), and, when `mcp` is importable, the same tool on the official SDK's MCPServer.
 Each is measured N times (median): start-to-first-reply, 1000 sequential tools/call round
-trips (after 100 untimed ones), and peak RSS. Run: python bench/stdio_bench.py [--runs 5] [--calls 1000]
+trips (after 100 untimed ones), peak RSS, and the server's own CPU time over those calls (a
+steadier measure than wall time on machines whose wake-up latency varies). Run: python bench/stdio_bench.py [--runs 5] [--calls 1000]
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ def request(id_: int, method: str, **params: object) -> bytes:
     return json.dumps(body).encode() + b"\n"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -41,7 +49,7 @@ def peak_rss_kb(pid: int) -> int:
     return 0
 
 
-def measure(script: Path, calls: int) -> tuple[float, float, int]:
+def measure(script: Path, calls: int) -> tuple[float, float, int, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -59,17 +67,23 @@ def measure(script: Path, calls: int) -> tuple[float, float, int]:
     for n, line in enumerate(call, 1):
         if n == WARMUP + 1:  # steady state: the first calls load the validator and warm caches
             t0 = time.perf_counter()
+            cpu0 = cpu_seconds(proc.pid)
         proc.stdin.write(line)
         proc.stdin.flush()
-        reply = json.loads(proc.stdout.readline())
-        while reply.get("id") != n:  # skip notifications, if any
-            reply = json.loads(proc.stdout.readline())
+        # Find the reply by its id without parsing it: the bench times the server, not this
+        # driver's JSON parser (whose cost would grow with the size of a real MCP result).
+        marker = b'"id":%d,' % n
+        raw = proc.stdout.readline()
+        while marker not in raw.replace(b'"id": ', b'"id":'):  # skip notifications, if any
+            raw = proc.stdout.readline()
     calls_s = time.perf_counter() - t0
-    assert "result" in reply, reply
+    cpu_s = cpu_seconds(proc.pid) - cpu0
+    reply = json.loads(raw)
+    assert reply.get("id") == calls + WARMUP and "result" in reply, reply
     rss = peak_rss_kb(proc.pid)
     proc.stdin.close()
     proc.wait(30)
-    return start_s, calls_s, rss
+    return start_s, calls_s, rss, cpu_s
 
 
 def main() -> None:
@@ -83,21 +97,22 @@ def main() -> None:
     contestants = {"floor": ROOT / "bench/floor_responder.py", "mcp-agent-kit": ROOT / "examples/metrics_server.py"}
     if importlib.util.find_spec("mcp") is not None:
         contestants["official SDK"] = ROOT / "bench/sdk_metrics_server.py"
-    results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in contestants}
+    results: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in contestants}
     for _ in range(args.runs):  # interleave contestants so drift hits all alike
         for name, script in contestants.items():
             results[name].append(measure(script, args.calls))
     medians = {
-        name: tuple(statistics.median(run[i] for run in runs) for i in range(3)) for name, runs in results.items()
+        name: tuple(statistics.median(run[i] for run in runs) for i in range(4)) for name, runs in results.items()
     }
     floor = medians["floor"]
     print(f"stdio bench: {args.runs} runs (median), {args.calls} sequential tools/call round trips")
     print(f"{'server':<16}{'start ms':>10}{'x floor':>9}{'calls ms':>11}{'x floor':>9}{'us/call':>9}"
-          f"{'RSS MiB':>9}{'x floor':>9}")
-    for name, (start, calls, rss) in medians.items():
+          f"{'RSS MiB':>9}{'x floor':>9}{'cpu us/call':>13}{'x floor':>9}")
+    for name, (start, calls, rss, cpu) in medians.items():
         print(
             f"{name:<16}{start * 1e3:>10.1f}{start / floor[0]:>9.2f}{calls * 1e3:>11.1f}{calls / floor[1]:>9.2f}"
             f"{calls / args.calls * 1e6:>9.1f}{rss / 1024:>9.1f}{rss / floor[2]:>9.2f}"
+            f"{cpu / args.calls * 1e6:>13.1f}{cpu / floor[3] if floor[3] else float('nan'):>9.2f}"
         )
     ours = medians["mcp-agent-kit"]
     print(f"targets: start <= 2.5x ({ours[0] / floor[0]:.2f}), calls <= 1.3x ({ours[1] / floor[1]:.2f}), "
