@@ -4,7 +4,8 @@ Contestants: a bare JSON responder (the floor), examples/metrics_server.py (ours
 validation on), and, when `mcp` is importable, the same tool on the official SDK's MCPServer.
 Each is measured N times (median): start-to-first-reply, 1000 sequential tools/call round
 trips (after 100 untimed ones), peak RSS, and the server's own CPU time over those calls (a
-steadier measure than wall time on machines whose wake-up latency varies). Run: python bench/stdio_bench.py [--runs 5] [--calls 1000]
+steadier measure than wall time on machines whose wake-up latency varies).
+Run: python bench/stdio_bench.py [--runs 5] [--calls 1000]
 """
 
 from __future__ import annotations
