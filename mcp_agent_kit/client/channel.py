@@ -2,16 +2,17 @@
 
 A Channel sends one JSON-RPC request and turns whatever happens into a probe Event (a Reply or
 a Failure); it never raises for peer misbehaviour. Server notifications and (legacy) server
-requests go to the callbacks the client installs. Rules: no protocol decisions here beyond
-mapping transport outcomes to events; the probe state machine decides.
+requests go to the callbacks the client installs. An HTTP channel can also fall back to the
+2024-11-05 HTTP+SSE transport (`StreamCapable`) when the probe asks. Rules: no protocol
+decisions here beyond mapping transport outcomes to events; the probe state machine decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from mcp_agent_kit.client.probe import Event, Probe, Reply, Send, Verdict
+from mcp_agent_kit.client.probe import Event, Failure, Opened, OpenStream, Probe, Reply, Verdict
 
 RequestHandler = Callable[[dict[str, Any]], dict[str, Any]]
 """Answers one server→client request (legacy era) with a full JSON-RPC reply."""
@@ -41,6 +42,19 @@ class Channel(Protocol):
     def describe(self) -> str: ...
 
 
+@runtime_checkable
+class StreamCapable(Protocol):
+    """A channel that can switch to the 2024-11-05 HTTP+SSE transport."""
+
+    def open_stream(self, timeout: float) -> Opened:
+        """GET the URL as an SSE stream; a probe Endpoint, or a Failure."""
+        ...
+
+    def use_endpoint(self, url: str) -> None:
+        """From now on POST to `url` and read replies from the opened stream."""
+        ...
+
+
 class PeerError(Exception):
     """The peer failed in a way that is not a JSON-RPC error (timeout, exit, garbage, HTTP)."""
 
@@ -53,15 +67,27 @@ class PeerError(Exception):
 def drive(probe: Probe, channel: Channel, timeout: float) -> Verdict:
     """Run a probe to its verdict over a channel; strict while probing (garbage is a signal)."""
     channel.strict = True
+    streamed = False
     try:
         action = probe.start()
-        while isinstance(action, Send):
+        while not isinstance(action, Verdict):
+            if isinstance(action, OpenStream):
+                streamed = True
+                opened: Opened = Failure("invalid", "this channel has no HTTP+SSE fallback")
+                if isinstance(channel, StreamCapable):
+                    opened = channel.open_stream(timeout)
+                action = probe.feed(opened)
+                continue
             if action.fresh:
                 channel.restart()
+            if action.endpoint is not None and isinstance(channel, StreamCapable):
+                channel.use_endpoint(action.endpoint)
             event = channel.exchange(action.message, timeout)
             if isinstance(event, Reply) and action.message["method"] == "initialize" and "result" in event.message:
                 channel.legacy_version = str(event.message["result"].get("protocolVersion"))
             action = probe.feed(event)
+        if streamed and action.era == "unavailable":
+            channel.restart()  # let go of a stream the probe refused (e.g. a cross-origin endpoint)
         if action.notify is not None:
             channel.notify(action.notify)
         return action

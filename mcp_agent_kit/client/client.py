@@ -5,6 +5,7 @@ per process / per HTTP origin); every later request is shaped for the verdict's 
 requests carry the `_meta` envelope and modern HTTP headers, legacy ones the plain shapes.
 Lists follow `nextCursor`; input_required rounds are answered with the caller's callbacks and
 `requestState` echoed byte-exactly, up to a round limit; task results are polled to the end.
+An expired legacy HTTP session (404) is re-initialized once and the request retried.
 Rules: reuses wire/ and the schema validator only; never imports the server dispatcher.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from mcp_agent_kit.client.channel import Channel, PeerError, drive
 from mcp_agent_kit.client.headers import header_params
 from mcp_agent_kit.client.inputs import Callback, ClientError, InputAnswerer
-from mcp_agent_kit.client.probe import Failure, Probe, Verdict
+from mcp_agent_kit.client.probe import Era, Failure, Probe, Verdict
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -83,6 +84,8 @@ class Client:
         self._ids = itertools.count(1)
         self._id_lock = threading.Lock()
         self._progress: dict[str, Progress] = {}
+        self._session_generation = 0  # bumped by each re-initialize after an expired session
+        self._reinit_lock = threading.Lock()
         channel.on_notification = self._on_notification
         channel.on_request = self.inputs.serve
 
@@ -133,20 +136,35 @@ class Client:
         if cached is not None and cached.era == "modern":
             self.verdict = cached
             return cached
-        probe = Probe(
-            client_info=self.client_info,
-            capabilities=self.inputs.capabilities("modern"),
-            legacy_capabilities=self.inputs.capabilities("legacy"),
-            allow_legacy=self.allow_legacy,
-            offerable=self.inputs.offerable(),
-            known_era=cached.era if cached is not None else None,
-        )
-        verdict = drive(probe, self.channel, self.timeout)
+        verdict = drive(self._new_probe(cached.era if cached is not None else None), self.channel, self.timeout)
         self.verdict = verdict
         if self.cache_key is not None and verdict.era != "unavailable":
             with _cache_lock:
                 _verdicts[self.cache_key] = verdict
         return verdict
+
+    def _new_probe(self, known_era: Era | None) -> Probe:
+        return Probe(
+            client_info=self.client_info,
+            capabilities=self.inputs.capabilities("modern"),
+            legacy_capabilities=self.inputs.capabilities("legacy"),
+            allow_legacy=self.allow_legacy,
+            offerable=self.inputs.offerable(),
+            known_era=known_era,
+        )
+
+    def _reinitialize(self, generation: int) -> None:
+        """The legacy session expired: initialize again (once, however many requests saw it)."""
+        with self._reinit_lock:
+            if generation != self._session_generation:
+                return  # another request has already re-initialized
+            self._session_generation += 1
+            log.info("the session with %s expired; initializing again", self.channel.describe())
+            self.channel.restart()
+            verdict = drive(self._new_probe("legacy"), self.channel, self.timeout)
+            if verdict.era == "unavailable":
+                raise Unavailable(verdict)
+            self.verdict = verdict
 
     def connect(self) -> Verdict:
         """Probe; raise Unavailable unless the server is reachable in some era."""
@@ -199,7 +217,11 @@ class Client:
             self._progress[token] = progress
         message = self._message(method, params or {}, meta)
         try:
+            generation = self._session_generation
             event = self.channel.exchange(message, timeout or self.request_timeout, headers)
+            if isinstance(event, Failure) and event.kind == "expired" and self.era == "legacy":
+                self._reinitialize(generation)
+                event = self.channel.exchange(message, timeout or self.request_timeout, headers)
         finally:
             if token is not None:
                 self._progress.pop(token, None)

@@ -3,9 +3,11 @@
 Each request is one POST on its own connection (so calls may run concurrently); the reply is
 either one JSON object or an SSE stream carrying request-scoped notifications, legacy server
 requests (answered by POSTing the reply back) and finally the response. Legacy sessions
-(`Mcp-Session-Id`) are kept and echoed, and ended with DELETE on close. Rules: no protocol
-decisions; outcomes map to probe events — 401/403 "auth", 5xx "http-5xx", a 4xx without a
-JSON-RPC body "http-4xx", a refused connection "unreachable" — and are never raised.
+(`Mcp-Session-Id`) are kept and echoed, and ended with DELETE on close; a 404 to a request that
+carried the session id is reported as "expired" (the client re-initializes). When the probe
+asks, the channel switches to the 2024-11-05 HTTP+SSE transport (client/sse.py). Rules: no
+protocol decisions; outcomes map to probe events — 401/403 "auth", 5xx "http-5xx", a 4xx
+without a JSON-RPC body "http-4xx", a refused connection "unreachable" — and are never raised.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
 from mcp_agent_kit.client.headers import request_headers
-from mcp_agent_kit.client.probe import Event, Failure, Reply
+from mcp_agent_kit.client.probe import Event, Failure, Opened, Reply
+from mcp_agent_kit.client.sse import SseStream, iter_sse
 from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_BODY = 32 * 1024 * 1024
-MAX_EVENT = 16 * 1024 * 1024
 ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
 
@@ -34,35 +36,6 @@ _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Versio
 def origin_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
-
-
-def iter_sse(stream: Any, limit: int = MAX_EVENT) -> Iterator[tuple[str, str]]:
-    """(event name, data) for each SSE event on a binary stream; comment lines are skipped."""
-    name, size = "message", 0
-    data: list[str] = []
-    while True:
-        raw = stream.readline(limit + 1)
-        if not raw:
-            if data:
-                yield name, "\n".join(data)
-            return
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if not line:
-            if data:
-                yield name, "\n".join(data)
-            name, data, size = "message", [], 0
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "data":
-            size += len(value)
-            if size > limit:
-                raise ValueError("an SSE event exceeds the size limit")
-            data.append(value)
-        elif field == "event":
-            name = value or "message"
 
 
 class HttpChannel:
@@ -83,6 +56,8 @@ class HttpChannel:
         self.on_notification: NotificationHandler | None = None
         self.legacy_version: str | None = None
         self.session_id: str | None = None
+        self.sse: SseStream | None = None  # the 2024-11-05 HTTP+SSE transport, once in use
+        self._opening: SseStream | None = None
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -91,8 +66,31 @@ class HttpChannel:
     def restart(self) -> None:
         self.session_id = None
         self.legacy_version = None
+        self._drop_streams()
+
+    def _drop_streams(self) -> None:
+        streams, self.sse, self._opening = (self.sse, self._opening), None, None
+        for stream in streams:
+            if stream is not None:
+                stream.close()
+
+    # ---- the 2024-11-05 HTTP+SSE fallback ----------------------------------------------------------
+    def open_stream(self, timeout: float) -> Opened:
+        """GET the URL as an SSE stream; its endpoint event (the probe vets it) or a Failure."""
+        self._drop_streams()
+        self._opening = SseStream(self.url, self, self._connect, self.extra)
+        return self._opening.open(timeout)
+
+    def use_endpoint(self, url: str) -> None:
+        """Route every later message through the opened stream, POSTing to `url`."""
+        stream, self._opening = self._opening, None
+        if stream is None:
+            raise RuntimeError("use_endpoint() before open_stream()")
+        stream.use(url)
+        self.sse = stream
 
     def close(self) -> None:
+        self._drop_streams()
         session, self.session_id = self.session_id, None
         if session is None:
             return
@@ -131,7 +129,10 @@ class HttpChannel:
 
     # ---- channel API -----------------------------------------------------------------------------
     def notify(self, message: dict[str, Any]) -> None:
-        self._post_quietly(message)
+        if self.sse is not None:
+            self.sse.notify(message)
+        else:
+            self._post_quietly(message)
 
     def _post_quietly(self, message: dict[str, Any]) -> None:
         try:
@@ -143,13 +144,19 @@ class HttpChannel:
             log.warning("could not POST to %s: %s", self.url, exc)
 
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
+        if self.sse is not None:
+            return self.sse.exchange(message, timeout)
         try:
             conn = self._connect(timeout)
         except ValueError as exc:
             return Failure("unreachable", str(exc))
         try:
-            conn.request("POST", self.path, body=jsonrpc.encode(message), headers=self._headers(message, headers))
+            sent = self._headers(message, headers)
+            conn.request("POST", self.path, body=jsonrpc.encode(message), headers=sent)
             response = conn.getresponse()
+            if response.status == 404 and sent.get("Mcp-Session-Id"):
+                response.read(MAX_BODY)
+                return self._expired(sent["Mcp-Session-Id"])
             return self._outcome(message, response)
         except TimeoutError:
             return Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")
@@ -159,6 +166,12 @@ class HttpChannel:
             return Failure("exited", f"{self.url}: connection failed: {exc}")
         finally:
             conn.close()
+
+    def _expired(self, session: str) -> Failure:
+        with self._lock:
+            if self.session_id == session:
+                self.session_id = None
+        return Failure("expired", f"HTTP 404: the server no longer knows session {session[:40]!r}", 404)
 
     def _outcome(self, message: dict[str, Any], response: http.client.HTTPResponse) -> Event:
         status = response.status
@@ -182,7 +195,7 @@ class HttpChannel:
         if incoming is not None and incoming.kind == "response":
             return Reply(incoming.message, status)
         if status >= 400:
-            return Failure("http-4xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}")
+            return Failure("http-4xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}", status)
         if not body:
             return Failure("invalid", f"HTTP {status} with an empty body for a request")
         return Failure("garbage", f"HTTP {status}: not a JSON-RPC response: {body[:120].decode('utf-8', 'replace')!r}")

@@ -7,21 +7,30 @@ Policy: only a DiscoverResult or a -32022 naming a version we speak is modern ev
 -32021 and -32022 are corrected and retried once, never a reason to fall back; any other
 JSON-RPC error (or an HTTP 4xx with a non-modern body) is a clear legacy signal; ambiguous
 signals (silence, exit, garbage, HTTP 5xx) fail closed unless the peer is allowlisted; HTTP
-401/403 is an auth error, never an era verdict.
+401/403 is an auth error, never an era verdict. When both the discover and the initialize POST
+get 400/404/405 without a modern body, the peer may be older still: open the 2024-11-05 HTTP+SSE
+stream (`OpenStream`), accept its `endpoint` only on the same origin, and initialize there.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
+from urllib.parse import urljoin, urlsplit
 
 from mcp_agent_kit.wire import mcp
 
 Era = Literal["modern", "legacy", "unavailable"]
-FailureKind = Literal["timeout", "exited", "garbage", "http-5xx", "http-4xx", "auth", "unreachable", "invalid"]
+FailureKind = Literal[
+    "timeout", "exited", "garbage", "http-5xx", "http-4xx", "auth", "unreachable", "invalid", "expired"
+]
 
 # Failures that say nothing about the era: fail closed unless the peer is allowlisted.
 AMBIGUOUS: Final = frozenset({"timeout", "exited", "garbage", "http-5xx", "invalid"})
 MODERN_CORRECTABLE: Final = frozenset({mcp.HEADER_MISMATCH, mcp.MISSING_CAPABILITY, mcp.UNSUPPORTED_VERSION})
+# HTTP statuses (without a modern body) that, on both POSTs, point at the 2024-11-05 HTTP+SSE transport.
+OLDER_STILL: Final = frozenset({400, 404, 405})
+SSE_VERSION: Final = "2024-11-05"
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 class Reply:
@@ -35,26 +44,49 @@ class Reply:
 
 
 class Failure:
-    """No usable reply: the transport says why."""
+    """No usable reply: the transport says why (with the HTTP status when there is one)."""
 
-    __slots__ = ("detail", "kind")
+    __slots__ = ("detail", "kind", "status")
 
-    def __init__(self, kind: FailureKind, detail: str) -> None:
+    def __init__(self, kind: FailureKind, detail: str, status: int | None = None) -> None:
         self.kind = kind
         self.detail = detail
+        self.status = status
+
+
+class Endpoint:
+    """The first event of a 2024-11-05 HTTP+SSE stream: `data` names the POST URL, maybe relative
+    to `base` (the URL the stream was opened on)."""
+
+    __slots__ = ("base", "data")
+
+    def __init__(self, base: str, data: str) -> None:
+        self.base = base
+        self.data = data
 
 
 Event = Reply | Failure
+"""What a channel's exchange gives back."""
+Opened = Endpoint | Failure
+"""What opening a 2024-11-05 HTTP+SSE stream gives back."""
 
 
 class Send:
-    """Send this request next; `fresh` asks a stdio driver for a new process first."""
+    """Send this request next; `fresh` asks a stdio driver for a new process first; `endpoint`
+    (2024-11-05 HTTP+SSE) says to POST this and every later message to that URL."""
 
-    __slots__ = ("fresh", "message")
+    __slots__ = ("endpoint", "fresh", "message")
 
-    def __init__(self, message: dict[str, Any], fresh: bool = False) -> None:
+    def __init__(self, message: dict[str, Any], fresh: bool = False, endpoint: str | None = None) -> None:
         self.message = message
         self.fresh = fresh
+        self.endpoint = endpoint
+
+
+class OpenStream:
+    """Open the 2024-11-05 HTTP+SSE stream (`GET url`) and report its `endpoint` event."""
+
+    __slots__ = ()
 
 
 class Verdict:
@@ -110,7 +142,7 @@ class Verdict:
         return out
 
 
-Action = Send | Verdict
+Action = Send | OpenStream | Verdict
 
 
 def _error(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,6 +155,33 @@ def _matches(message: dict[str, Any], pending: int | None) -> bool:
     delivers only the reply to its own request (an HTTP body answers its POST), and servers
     in the field send errors with null or made-up ids (the 1.x SDK says "server-error")."""
     return message.get("id") == pending or "error" in message
+
+
+def _origin(parts: Any) -> tuple[str, str, int | None]:
+    scheme = str(parts.scheme).lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    return scheme, str(parts.hostname or "").lower(), port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def resolve_endpoint(base: str, data: str) -> tuple[str | None, str]:
+    """The absolute POST URL an `endpoint` event names, or None and why it is refused. Security:
+    only the stream's own origin (scheme, host, port) is accepted, without user info, so a
+    server cannot point the client — and the headers it carries — at another host."""
+    text = data.strip()
+    if not text or any(ch in text for ch in "\r\n"):
+        return None, "the endpoint event carries no usable URL"
+    url = urljoin(base, text)
+    parts, origin = urlsplit(url), urlsplit(base)
+    if parts.scheme.lower() not in _DEFAULT_PORTS:
+        return None, f"the endpoint {text!r} is not an http(s) URL"
+    if parts.username is not None or parts.password is not None:
+        return None, f"the endpoint {text!r} carries user info"
+    if _origin(parts) != _origin(origin):
+        return None, f"cross-origin endpoint {text!r} refused: the stream's origin is {_origin(origin)[:2]}"
+    return url, ""
 
 
 def _strings(value: Any) -> list[str]:
@@ -154,10 +213,12 @@ class Probe:
         self.known_era = known_era
         self.version = versions[0]
         self._ids = 0
-        self._stage: Literal["discover", "initialize", "done"] = "discover"
+        self._stage: Literal["discover", "initialize", "stream", "done"] = "discover"
         self._corrected: set[int] = set()
         self._legacy_retried = False
         self._pending: int | None = None
+        self._discover_status: int | None = None  # the HTTP status of a discover that failed with 4xx
+        self._sse = False  # the 2024-11-05 HTTP+SSE transport is in use (or being opened)
 
     # ---- requests ---------------------------------------------------------------------------
     def _next_id(self) -> int:
@@ -189,13 +250,20 @@ class Probe:
             return Send(self.initialize())
         return Send(self.discover())
 
-    def feed(self, event: Event) -> Action:
+    def feed(self, event: Event | Endpoint) -> Action:
         if self._stage == "done":
             raise RuntimeError("the probe has already reached a verdict")
         if isinstance(event, Reply) and not _matches(event.message, self._pending):
             reason = f"reply carries an unexpected id {event.message.get('id')!r}"
             return self._done(Verdict("unavailable", reason=reason))
-        action = self._on_discover(event) if self._stage == "discover" else self._on_initialize(event)
+        if self._stage == "stream":
+            action = self._on_stream(event)
+        elif isinstance(event, Endpoint):
+            action = Verdict("unavailable", reason="an SSE endpoint event arrived where a reply was expected")
+        elif self._stage == "discover":
+            action = self._on_discover(event)
+        else:
+            action = self._on_initialize(event)
         if isinstance(action, Verdict):
             return self._done(action)
         return action
@@ -211,6 +279,7 @@ class Probe:
         if failure.kind == "unreachable":
             return Verdict("unavailable", reason=reason)
         if failure.kind == "http-4xx":
+            self._discover_status = failure.status
             return Send(self.initialize())  # a 4xx without a modern body is a clear legacy signal
         if self.allow_legacy:
             return Send(self.initialize(), fresh=True)
@@ -278,11 +347,38 @@ class Probe:
             return Send(self.discover())
         return Send(self.discover())  # -32020: resend with headers rebuilt from the body
 
+    def _older_still(self, failure: Failure) -> bool:
+        """Both POSTs (or initialize alone, when the era was known) got 400/404/405 without a
+        modern body: the digest's cue for the 2024-11-05 HTTP+SSE transport."""
+        if self._sse or SSE_VERSION not in self.legacy_versions:
+            return False
+        if failure.kind != "http-4xx" or failure.status not in OLDER_STILL:
+            return False
+        return self.known_era == "legacy" or self._discover_status in OLDER_STILL
+
+    def _on_stream(self, event: Event | Endpoint) -> Action:
+        where = "GET (2024-11-05 HTTP+SSE)"
+        if isinstance(event, Failure):
+            if event.kind == "auth":
+                return Verdict("unavailable", reason=f"authorization required ({event.detail})", auth=True)
+            return Verdict("unavailable", reason=f"{where}: {event.kind}: {event.detail}")
+        if not isinstance(event, Endpoint):
+            return Verdict("unavailable", reason=f"{where}: expected an endpoint event, not a reply")
+        url, why = resolve_endpoint(event.base, event.data)
+        if url is None:
+            return Verdict("unavailable", reason=f"{where}: {why}")
+        return Send(self.initialize(SSE_VERSION), endpoint=url)
+
     def _on_initialize(self, event: Event) -> Action:
         if isinstance(event, Failure):
             if event.kind == "auth":
                 return Verdict("unavailable", reason=f"authorization required ({event.detail})", auth=True)
+            if self._older_still(event):
+                self._sse = True
+                self._stage = "stream"
+                return OpenStream()
             return Verdict("unavailable", reason=f"initialize: {event.kind}: {event.detail}")
+        assert isinstance(event, Reply)
         error = _error(event.message)
         if error is not None:
             data = error.get("data")

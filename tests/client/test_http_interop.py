@@ -199,10 +199,17 @@ class _Fake(BaseHTTPRequestHandler):
     content_type = "text/plain"
     hits: ClassVar[list[str]] = []
 
+    def do_GET(self) -> None:  # the 2024-11-05 HTTP+SSE fallback after 400/404/405 on both POSTs
+        type(self).hits.append("GET")
+        self._answer()
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         message = json.loads(self.rfile.read(length))
         type(self).hits.append(message["method"])
+        self._answer()
+
+    def _answer(self) -> None:
         self.send_response(self.status)
         self.send_header("Content-Type", self.content_type)
         self.send_header("Content-Length", str(len(self.body)))
@@ -229,7 +236,8 @@ def _fake(status: int, body: bytes = b"", content_type: str = "text/plain") -> t
         (500, True, "initialize: http-5xx", ["server/discover", "initialize"]),
         (401, True, "authorization required", ["server/discover"]),
         (403, False, "authorization required", ["server/discover"]),
-        (404, False, "initialize: http-4xx", ["server/discover", "initialize"]),
+        (404, False, "GET (2024-11-05 HTTP+SSE): http-4xx", ["server/discover", "initialize", "GET"]),
+        (415, False, "initialize: http-4xx", ["server/discover", "initialize"]),
     ],
 )
 def test_fake_http_peers(status: int, allow: bool, expect_reason: str, methods: list[str]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.client.probe import Failure, Probe, Reply, Send, Verdict
+from mcp_agent_kit.client.probe import Endpoint, Failure, OpenStream, Probe, Reply, Send, Verdict, resolve_endpoint
 
 INFO = {"name": "t", "version": "1"}
 
@@ -172,3 +172,89 @@ def test_known_legacy_era_starts_with_initialize() -> None:
     _, first = _probe(known_era="legacy")
     assert first.message["method"] == "initialize"
     assert first.message["params"]["protocolVersion"] == "2025-11-25"
+
+
+# ---- the 2024-11-05 HTTP+SSE fallback -------------------------------------------------------------
+BASE = "http://127.0.0.1:8000/sse"
+
+
+def _to_stream(discover_status: int = 405, initialize_status: int = 405) -> Probe:
+    probe, _ = _probe()
+    action = probe.feed(Failure("http-4xx", f"HTTP {discover_status}", discover_status))
+    assert isinstance(action, Send) and action.message["method"] == "initialize"
+    opened = probe.feed(Failure("http-4xx", f"HTTP {initialize_status}", initialize_status))
+    assert isinstance(opened, OpenStream)
+    return probe
+
+
+@pytest.mark.parametrize("status", [400, 404, 405])
+def test_both_posts_rejected_opens_the_old_sse_stream(status: int) -> None:
+    probe = _to_stream(status, status)
+    action = probe.feed(Endpoint(BASE, "/messages/?session_id=abc"))
+    assert isinstance(action, Send) and action.endpoint == "http://127.0.0.1:8000/messages/?session_id=abc"
+    assert action.message["method"] == "initialize"
+    assert action.message["params"]["protocolVersion"] == "2024-11-05"
+    verdict = probe.feed(_result(action, {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}}))
+    assert isinstance(verdict, Verdict) and (verdict.era, verdict.version) == ("legacy", "2024-11-05")
+    assert verdict.notify == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@pytest.mark.parametrize(("discover", "initialize"), [(415, 405), (405, 406), (405, 422)])
+def test_other_4xx_statuses_do_not_open_a_stream(discover: int, initialize: int) -> None:
+    probe, _ = _probe()
+    probe.feed(Failure("http-4xx", "x", discover))
+    verdict = probe.feed(Failure("http-4xx", "x", initialize))
+    assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
+
+
+def test_a_json_rpc_answer_to_discover_means_streamable_http_not_sse() -> None:
+    probe, first = _probe()
+    action = probe.feed(_error(first, -32601))
+    assert isinstance(action, Send)
+    verdict = probe.feed(Failure("http-4xx", "HTTP 404", 404))
+    assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
+
+
+def test_a_known_legacy_origin_may_fall_back_to_the_stream() -> None:
+    probe, _ = _probe(known_era="legacy")
+    assert isinstance(probe.feed(Failure("http-4xx", "HTTP 405", 405)), OpenStream)
+
+
+def test_the_stream_is_tried_once() -> None:
+    probe = _to_stream()
+    action = probe.feed(Endpoint(BASE, "/messages/"))
+    assert isinstance(action, Send)
+    verdict = probe.feed(Failure("http-4xx", "HTTP 404", 404))
+    assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "http://evil.example/messages/",
+        "//evil.example/messages/",
+        "https://127.0.0.1:8000/messages/",
+        "http://127.0.0.1:8001/messages/",
+        "http://user@127.0.0.1:8000/messages/",
+        "javascript:alert(1)",
+        "",
+    ],
+)
+def test_a_cross_origin_or_odd_endpoint_is_refused(data: str) -> None:
+    probe = _to_stream()
+    verdict = probe.feed(Endpoint(BASE, data))
+    assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
+    assert "GET (2024-11-05 HTTP+SSE)" in str(verdict.reason)
+
+
+def test_same_origin_includes_the_default_port() -> None:
+    assert resolve_endpoint("http://Example.com/sse", "http://example.com:80/m")[0] == "http://example.com:80/m"
+    assert resolve_endpoint("https://example.com/a/sse", "m?s=1")[0] == "https://example.com/a/m?s=1"
+
+
+@pytest.mark.parametrize("failure", [Failure("auth", "HTTP 401", 401), Failure("garbage", "began with 'message'")])
+def test_a_failed_stream_is_unavailable(failure: Failure) -> None:
+    probe = _to_stream()
+    verdict = probe.feed(failure)
+    assert isinstance(verdict, Verdict) and verdict.era == "unavailable"
+    assert verdict.auth == (failure.kind == "auth")

@@ -1,0 +1,265 @@
+"""sse: SSE parsing, and the 2024-11-05 HTTP+SSE transport that HttpChannel falls back to.
+
+The old transport keeps one `GET url` stream open: its first event, `endpoint`, names the URL
+the client POSTs every message to; replies, notifications and server requests all arrive on the
+stream as `event: message`. `SseStream.open()` makes the GET and hands back the endpoint event
+as a probe Endpoint (or a Failure); `use(url)` starts the reader thread; `exchange()` registers
+the request id, POSTs, and waits for the reply on the stream. Server requests are answered with
+the owner's callbacks and the answers POSTed back. Rules: no protocol decisions (the probe
+resolves and vets the endpoint, same origin only); peer misbehaviour becomes a Failure, never
+an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
+from mcp_agent_kit.wire import jsonrpc
+
+log = logging.getLogger("mcp_agent_kit.client")
+MAX_EVENT = 16 * 1024 * 1024
+Connect = Callable[[float], http.client.HTTPConnection]
+
+
+def iter_sse(stream: Any, limit: int = MAX_EVENT) -> Iterator[tuple[str, str]]:
+    """(event name, data) for each SSE event on a binary stream; comment lines are skipped."""
+    name, size = "message", 0
+    data: list[str] = []
+    while True:
+        raw = stream.readline(limit + 1)
+        if not raw:
+            if data:
+                yield name, "\n".join(data)
+            return
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data, size = "message", [], 0
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            size += len(value)
+            if size > limit:
+                raise ValueError("an SSE event exceeds the size limit")
+            data.append(value)
+        elif field == "event":
+            name = value or "message"
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+class Owner(Protocol):
+    """Where server notifications and requests go (the HttpChannel and, through it, the Client)."""
+
+    on_request: RequestHandler | None
+    on_notification: NotificationHandler | None
+
+
+class _Slot:
+    __slots__ = ("done", "event")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.event: Event | None = None
+
+    def resolve(self, event: Event) -> None:
+        if not self.done.is_set():
+            self.event = event
+            self.done.set()
+
+
+class SseStream:
+    """One 2024-11-05 HTTP+SSE session: the GET stream at `url` and the endpoint it names."""
+
+    def __init__(self, url: str, owner: Owner, connect: Connect, headers: Mapping[str, str]) -> None:
+        self.url = url
+        self.owner = owner
+        self.endpoint: str | None = None
+        self._connect = connect
+        self._headers = dict(headers)
+        self._conn: http.client.HTTPConnection | None = None
+        self._events: Iterator[tuple[str, str]] | None = None
+        self._pending: dict[Any, _Slot] = {}
+        self._lock = threading.Lock()
+        self._ended: str | None = None
+        self._reading = False
+
+    # ---- opening -----------------------------------------------------------------------------------
+    def open(self, timeout: float) -> Opened:
+        """GET the stream; an Endpoint event, or a Failure saying why there is none."""
+        try:
+            conn = self._connect(timeout)
+        except ValueError as exc:
+            return Failure("unreachable", str(exc))
+        try:
+            conn.request("GET", path_of(self.url), headers={**self._headers, "Accept": "text/event-stream"})
+            response = conn.getresponse()
+            failure = self._check(response)
+            if failure is not None:
+                conn.close()
+                return failure
+            events = iter_sse(response)
+            name, data = next(events, ("", ""))
+        except TimeoutError:
+            conn.close()
+            return Failure("timeout", f"no endpoint event on {self.url} within {timeout:g}s")
+        except (ConnectionRefusedError, socket.gaierror) as exc:
+            conn.close()
+            return Failure("unreachable", f"{self.url}: {exc}")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            conn.close()
+            return Failure("exited", f"{self.url}: the SSE stream failed: {exc}")
+        if name != "endpoint":
+            conn.close()
+            what = "ended before an endpoint event" if not name else f"began with {name!r}, not an endpoint event"
+            return Failure("garbage", f"{self.url}: the SSE stream {what}")
+        self._conn, self._events = conn, events
+        return Endpoint(self.url, data)
+
+    @staticmethod
+    def _check(response: http.client.HTTPResponse) -> Failure | None:
+        status = response.status
+        if status in (401, 403):
+            challenge = response.getheader("WWW-Authenticate")
+            return Failure("auth", f"HTTP {status}" + (f" ({challenge})" if challenge else ""), status)
+        if status >= 300:
+            kind: FailureKind = "http-5xx" if status >= 500 else "http-4xx"
+            body = response.read(4096)[:200].decode("utf-8", "replace")
+            return Failure(kind, f"GET: HTTP {status}: {body!r}", status)
+        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if content_type != "text/event-stream":
+            return Failure("garbage", f"GET: HTTP {status} answered with {content_type or 'no content type'!r}")
+        return None
+
+    def use(self, endpoint: str) -> None:
+        """POST to `endpoint` from now on, and start reading the stream."""
+        self.endpoint = endpoint
+        conn = self._conn
+        if conn is None:
+            return
+        if conn.sock is not None:
+            conn.sock.settimeout(None)  # the stream idles between messages; close() ends it
+        self._reading = True
+        threading.Thread(target=self._read, args=(conn,), name="mcp-sse-reader", daemon=True).start()
+
+    # ---- the stream --------------------------------------------------------------------------------
+    def _read(self, conn: http.client.HTTPConnection) -> None:
+        why = "the SSE stream ended"
+        try:
+            for name, data in self._events or iter(()):
+                if name == "message" and data.strip():
+                    try:
+                        self._route(data)
+                    except Exception:  # a failing callback must not end the session
+                        log.exception("handling a message from the SSE stream failed")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            why = f"the SSE stream failed: {exc}"
+        finally:
+            conn.close()
+        self._end(why)
+
+    def _route(self, data: str) -> None:
+        incoming = jsonrpc.decode(data)
+        if incoming.kind == "response":
+            with self._lock:
+                slot = self._pending.pop(incoming.message.get("id"), None)
+            if slot is None:
+                log.warning("dropping a reply nobody waits for: %.120r", data)
+            else:
+                slot.resolve(Reply(incoming.message))
+        elif incoming.kind == "notification" and self.owner.on_notification is not None:
+            self.owner.on_notification(incoming.message)
+        elif incoming.kind == "request":
+            threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
+        elif incoming.kind == "invalid":
+            log.warning("non-JSON-RPC data on the SSE stream: %.120r", data)
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        handler = self.owner.on_request
+        if handler is None:
+            text = f"Method not found: {request['method']}"
+            reply = jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, text)
+        else:
+            reply = handler(request)
+        failure = self._post(reply, 10.0)
+        if failure is not None:
+            log.warning("could not answer %s: %s", request.get("method"), failure.detail)
+
+    def _end(self, why: str) -> None:
+        with self._lock:
+            self._ended = self._ended or why
+            pending, self._pending = self._pending, {}
+        for slot in pending.values():
+            slot.resolve(Failure("exited", why))
+
+    # ---- sending -----------------------------------------------------------------------------------
+    def _post(self, message: dict[str, Any], timeout: float) -> Failure | None:
+        if self.endpoint is None:
+            return Failure("invalid", "no endpoint to POST to")
+        headers = {**self._headers, "Content-Type": "application/json"}
+        try:
+            conn = self._connect(timeout)
+            try:
+                conn.request("POST", path_of(self.endpoint), body=jsonrpc.encode(message), headers=headers)
+                response = conn.getresponse()
+                body = response.read(4096)
+            finally:
+                conn.close()
+        except TimeoutError:
+            return Failure("timeout", f"POST {self.endpoint}: no answer within {timeout:g}s")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return Failure("exited", f"POST {self.endpoint}: {exc}")
+        status = response.status
+        if status in (401, 403):
+            return Failure("auth", f"HTTP {status}", status)
+        if status >= 300:
+            kind: FailureKind = "http-5xx" if status >= 500 else "http-4xx"
+            return Failure(kind, f"POST {self.endpoint}: HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}")
+        return None
+
+    def exchange(self, message: dict[str, Any], timeout: float) -> Event:
+        slot = _Slot()
+        with self._lock:
+            if self._ended is not None:
+                return Failure("exited", self._ended)
+            self._pending[message["id"]] = slot
+        failure = self._post(message, timeout)
+        if failure is None and not slot.done.wait(timeout):
+            failure = Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")
+        if failure is not None:
+            with self._lock:
+                self._pending.pop(message["id"], None)
+            slot.resolve(failure)
+        assert slot.event is not None
+        return slot.event
+
+    def notify(self, message: dict[str, Any]) -> None:
+        failure = self._post(message, 10.0)
+        if failure is not None:
+            log.warning("could not send %s: %s", message.get("method"), failure.detail)
+
+    def close(self) -> None:
+        """End the stream: shut the socket down so the reader wakes; the reader closes the rest."""
+        conn, self._conn = self._conn, None
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        if conn is not None and not self._reading:
+            conn.close()
+        self._end("the client closed the SSE stream")
