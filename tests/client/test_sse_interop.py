@@ -5,6 +5,7 @@ cross-origin endpoint event and for a session that expires once."""
 from __future__ import annotations
 
 import json
+import queue
 import socket
 import subprocess
 import sys
@@ -265,4 +266,59 @@ def test_a_session_that_keeps_expiring_is_an_error_not_a_loop() -> None:
         "tools/call s1",
         "initialize None",
         "tools/call s2",
+    ]
+
+
+class _ClosingStream(_Base):
+    """A 2024-11-05 server that answers initialize on the stream, then ends the stream on the first call."""
+
+    outbox: ClassVar[queue.Queue[bytes | None]]
+
+    def do_POST(self) -> None:
+        message = self._message()
+        self.hits.append(f"POST {self.path} {message.get('method')}")
+        if not self.path.startswith("/old/messages"):
+            self._send(405, b"Method Not Allowed", {"Content-Type": "text/plain"})
+            return
+        self._send(202, b"Accepted", {"Content-Type": "text/plain"})
+        if message.get("method") == "initialize":
+            result = {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}, "serverInfo": {"name": "x"}}
+            self.outbox.put(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode())
+        elif message.get("method") == "tools/call":
+            self.outbox.put(None)
+
+    def do_GET(self) -> None:
+        self.hits.append(f"GET {self.path}")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"event: endpoint\ndata: messages?s=1\n\n")
+        self.wfile.flush()
+        while (data := self.outbox.get(timeout=10)) is not None:
+            self.wfile.write(b"event: message\ndata: " + data + b"\n\n")
+            self.wfile.flush()
+        self.close_connection = True
+
+
+def test_a_closed_stream_fails_the_call_and_later_ones() -> None:
+    httpd, handler = _start(_ClosingStream, outbox=queue.Queue())
+    try:
+        client = Client.http(f"http://127.0.0.1:{httpd.server_address[1]}/old/sse")
+        with client:
+            assert (client.era, client.verdict and client.verdict.version) == ("legacy", "2024-11-05")
+            for _ in range(2):
+                with pytest.raises(PeerError) as caught:
+                    client.call_tool("echo", {})
+                assert caught.value.kind == "exited"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert handler.hits == [
+        "POST /old/sse server/discover",
+        "POST /old/sse initialize",
+        "GET /old/sse",
+        "POST /old/messages?s=1 initialize",
+        "POST /old/messages?s=1 notifications/initialized",
+        "POST /old/messages?s=1 tools/call",
     ]
