@@ -163,15 +163,20 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             srv.reaper.watch(self.connection, srv.header_timeout)
             try:
                 if len(self.raw_requestline) > 65536:
+                    self.requestline, self.request_version, self.command = "", "HTTP/1.0", ""  # send_error logs them
                     self.send_error(414)
                     return
                 if not self.parse_request():
                     return
                 method = getattr(self, "do_" + self.command, None)
+                if "transfer-encoding" in self.headers or (
+                    self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
+                ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
+                    self.close_connection = True
                 if method is None:
                     self._plain(405, b"method not allowed", {"Allow": "GET, POST, DELETE"})
-                    return
-                method()
+                else:
+                    method()
             finally:
                 srv.reaper.release(self.connection)
             self.wfile.flush()
@@ -241,7 +246,8 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def _json_error(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         self._plain(status, _error_body(code, message), headers, "application/json")
