@@ -210,6 +210,8 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         self._rest(url.path, url.query)
 
+    do_PUT = do_PATCH = do_DELETE  # no route takes them: 405/404 as JSON, not http.server's HTML 501
+
     def _card(self) -> None:
         if not self._host_ok():
             self._refuse(A2AError("InvalidRequest", "Host header not allowed"), False)
@@ -266,7 +268,7 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
         if principal is None:
             return
         body = b""
-        if self.command in ("POST", "PUT"):
+        if self.command in ("POST", "PUT", "PATCH"):
             got = self._body(False)
             if got is None:
                 return

@@ -122,5 +122,7 @@ def route(
             return failure(A2AError("Internal", f"Internal error: {type(exc).__name__}"))
         return RestReply(200, stream=result) if streams else RestReply(200, result)
     if allowed:
-        return RestReply(405, A2AError("MethodNotFound", f"{method} is not allowed on {path}").rest_error())
+        refused = A2AError("MethodNotFound", f"{method} is not allowed on {path}").rest_error()
+        refused["error"]["code"] = 405  # AIP-193: the body's code is the HTTP status
+        return RestReply(405, refused)
     return failure(A2AError("MethodNotFound", f"No such resource: {path}"))
