@@ -192,7 +192,13 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self.do_GET()
 
+    def _no_body(self) -> None:
+        """A body sent with GET/DELETE is never read: close rather than parse it as the next request."""
+        if (self.headers.get("Content-Length") or "0").strip() != "0" or self.headers.get("Transfer-Encoding"):
+            self.close_connection = True
+
     def do_GET(self) -> None:
+        self._no_body()
         url = urlsplit(self.path)
         if url.path in CARD_PATHS:
             self._card()
@@ -207,6 +213,7 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
             self._rest(url.path, url.query)
 
     def do_DELETE(self) -> None:
+        self._no_body()
         url = urlsplit(self.path)
         self._rest(url.path, url.query)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp_agent_kit.loader import load_target
 from tests.a2a.conftest import METRICS, start
-from tests.http.test_fuzz_http import TIMEOUT, Pool, Response, http_request, random_json, sse_messages, wait_until
+from tests.http.test_fuzz_http import TIMEOUT, Conn, Pool, Response, http_request, random_json, sse_messages, wait_until
 
 SEED = 20261208
 COUNT = 4_000
@@ -325,5 +325,24 @@ def test_put_and_patch_get_a_json_405_and_its_code_matches_the_status() -> None:
             assert json.loads(response.body)["error"]["code"] == 405
     finally:
         pool.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_get_body_is_not_served_as_a_second_request() -> None:
+    server = start(load_target(METRICS))
+    conn = Conn(server.server_address[1])
+    try:
+        headers = [("Host", "127.0.0.1"), ("A2A-Version", "1.0")]
+        inner = http_request("GET", "/a2a/rest/tasks", headers, None)
+        for verb in ("GET", "DELETE"):
+            conn.sock.sendall(http_request(verb, "/a2a/rest/tasks", headers, inner))
+            first = conn.read_response()
+            assert first is not None and first.status in (200, 405)
+            assert conn.read_response() is None, f"{verb}: its body was served as a second request"
+            conn.close()
+            conn = Conn(server.server_address[1])
+    finally:
+        conn.close()
         server.shutdown()
         server.server_close()
