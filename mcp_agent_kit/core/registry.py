@@ -49,7 +49,7 @@ def _context_type() -> type:
 class Handler:
     """A user callable plus how to call it."""
 
-    __slots__ = ("context_arg", "converters", "fn", "is_async", "takes_kwargs")
+    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "takes_kwargs")
 
     def __init__(
         self,
@@ -64,6 +64,10 @@ class Handler:
         self.takes_kwargs = takes_kwargs
         self.is_async = is_async
         self.converters = converters or {}
+        # The argument names fn can receive (None: it takes **kwargs, so any name).
+        self.accepts: frozenset[str] | None = None
+        if not takes_kwargs:
+            self.accepts = frozenset(inspect.signature(fn).parameters) - {context_arg}
 
     @classmethod
     def wrap(cls, fn: Callable[..., Any]) -> Handler:
@@ -73,7 +77,12 @@ class Handler:
         return cls(fn, ctx, takes_kwargs, inspect.iscoroutinefunction(fn), converters(fn, skip))
 
     def convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Arguments as the handler's annotations promise them (Enum members, numbers); ValueError if not."""
+        """Arguments as the handler can take them: names it does not accept are dropped (a schema
+        may allow extra properties the function has no parameter for), Enum members and numbers
+        converted; ValueError if a value does not convert."""
+        accepts = self.accepts
+        if accepts is not None and not accepts.issuperset(arguments):
+            arguments = {key: value for key, value in arguments.items() if key in accepts}
         if not self.converters:
             return arguments
         converted = dict(arguments)

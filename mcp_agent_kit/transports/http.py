@@ -435,13 +435,17 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         exchange.finish(reply, 200)
 
     def _standalone_stream(self, session: Session) -> None:
-        if session.stream is not None and not session.stream.broken:
+        exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
+        # Check, open and register under one lock: a second GET, or a push that follows the
+        # client seeing our headers, always finds this stream registered.
+        with session.stream_lock:
+            conflict = session.stream is not None and not session.stream.broken
+            if not conflict:
+                exchange.start_stream()
+                session.stream = exchange
+        if conflict:
             self._json_error(409, INVALID_REQUEST, "Conflict: this session already has a GET stream")
             return
-        exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
-        with session.stream_lock:  # a push that follows the client seeing our headers finds the stream
-            exchange.start_stream()
-            session.stream = exchange
         try:
             while not (session.closed.wait(15.0) or self.server.closing.is_set()):
                 if not exchange.heartbeat():

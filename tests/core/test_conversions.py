@@ -75,3 +75,14 @@ def test_schema_extras_and_not_required() -> None:
     }
     schema = schema_for(Options)
     assert schema["properties"]["label"] == {"type": "string"} and schema["required"] == ["size"]
+
+
+def test_extra_arguments_a_schema_allows_do_not_break_the_call() -> None:
+    server = Server("extra")
+
+    @server.tool(input_schema={"type": "object", "properties": {"a": {"type": "integer"}}})
+    def only_a(a: int = 0) -> int:
+        return a
+
+    reply = server.handle(modern(1, "tools/call", name="only_a", arguments={"a": 2, "surprise": True}))
+    assert reply is not None and reply["result"]["structuredContent"] == 2
