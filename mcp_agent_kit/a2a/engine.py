@@ -35,6 +35,8 @@ log = logging.getLogger("mcp_agent_kit.a2a")
 Event = dict[str, Any]
 Work = Callable[["Job"], None]
 _END: Event = {}
+KEEPALIVE: Event = {}  # yielded by an open-ended stream that has been idle for KEEPALIVE_S
+KEEPALIVE_S = 15.0
 
 
 class Agent:
@@ -373,8 +375,13 @@ class TaskEngine:
         try:
             while True:
                 try:
-                    event = sink.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+                    event = sink.get(timeout=KEEPALIVE_S if deadline is None else max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
+                    if deadline is None:
+                        # Let the transport write a keep-alive: a client that went away is then
+                        # noticed, and this thread does not wait for ever on an idle task.
+                        yield KEEPALIVE
+                        continue
                     return
                 if event is _END:
                     return

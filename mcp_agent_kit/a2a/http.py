@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.card import MAX_AGE, CardDocument, etag_matches
-from mcp_agent_kit.a2a.engine import TaskEngine
+from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
 
 log = logging.getLogger("mcp_agent_kit.a2a")
@@ -164,7 +164,10 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for event in events:
-                self.wfile.write(b"data: " + json.dumps(frame(event), separators=(",", ":")).encode() + b"\n\n")
+                if event is KEEPALIVE:
+                    self.wfile.write(b": keep-alive\n\n")
+                else:
+                    self.wfile.write(b"data: " + json.dumps(frame(event), separators=(",", ":")).encode() + b"\n\n")
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             log.debug("stream client went away")
