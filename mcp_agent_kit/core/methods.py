@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcp_agent_kit.core import content, invoke
-from mcp_agent_kit.core.context import Context, InputBroker, InputRequired, LegacyBroker, ReplayBroker
+from mcp_agent_kit.core import content, invoke, mrtr
+from mcp_agent_kit.core.context import Context, InputBroker, InputRequired
 from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import mcp
@@ -22,7 +22,6 @@ from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
 
-STATE_TTL_S = 600.0
 MODERN, LEGACY = "modern", "legacy"
 BOTH = frozenset({MODERN, LEGACY})
 
@@ -150,65 +149,6 @@ def prompts_list(call: Call) -> dict[str, Any]:
     return _page(call, "prompts")
 
 
-# ---- running handlers that may ask for input ---------------------------------------------------
-def _run_with_input(
-    call: Call, target: str, arguments: dict[str, Any], run: Callable[[Context | None], Any], handler: Handler
-) -> Any:
-    """Run a handler; in the modern era an InputRequired ends the round with a sealed state."""
-    registry = call.registry
-    if handler.context_arg is None and "requestState" not in call.params and "inputResponses" not in call.params:
-        return run(None)  # fast path: a handler without a Context can never ask for input
-    if call.era == LEGACY:
-        broker = LegacyBroker(call.capabilities, call.out.request if call.out is not None else None)
-        return run(call.context(broker))
-    answers: dict[str, Any] = {}
-    state: dict[str, Any] = {}
-    token = call.params.get("requestState")
-    responses = call.params.get("inputResponses")
-    if responses is not None and not isinstance(responses, dict):
-        raise RpcError(INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
-    binding: dict[str, Any] = {}
-    if token is not None:
-        from mcp_agent_kit.core.state import StateError, unseal
-
-        binding = _binding(call, target, arguments)
-        try:
-            payload = unseal(registry.secret, token, binding)
-        except StateError as exc:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
-        answers.update(payload.get("r", {}))
-        state = payload.get("s", {})
-        asked = set(payload.get("q", ()))
-        answers.update({key: value for key, value in (responses or {}).items() if key in asked})
-    elif responses:
-        answers.update(responses)
-    context = call.context(ReplayBroker(call.capabilities, answers), state)
-    try:
-        return run(context)
-    except InputRequired as need:
-        from mcp_agent_kit.core.state import seal
-
-        binding = binding or _binding(call, target, arguments)
-        sealed = {**binding, "r": answers, "q": sorted(need.requests), "s": context.state}
-        return _InputRequiredResult(
-            {
-                "resultType": "input_required",
-                "inputRequests": need.requests,
-                "requestState": seal(registry.secret, sealed, STATE_TTL_S),
-            }
-        )
-
-
-def _binding(call: Call, target: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    from mcp_agent_kit.core.state import fingerprint
-
-    return {"m": call.method, "t": target, "h": fingerprint(arguments), "p": call.conn.principal}
-
-
-class _InputRequiredResult(dict[str, Any]):
-    """Marks a finished MRTR round so callers pass it through untouched."""
-
-
 # ---- tools ------------------------------------------------------------------------------
 def tools_call(call: Call) -> dict[str, Any]:
     name = _param(call, "name", str)
@@ -249,8 +189,8 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         return invoke.call(tool.handler, arguments, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, tool.name, arguments, run, tool.handler)
-        if isinstance(value, _InputRequiredResult):
+        value = mrtr.run_with_input(call, tool.name, arguments, run, tool.handler)
+        if isinstance(value, mrtr.InputRequiredResult):
             return dict(value)
         result = content.tool_result(value, structured="outputSchema" in tool.wire)
     except (RpcError, InputRequired):
@@ -303,7 +243,7 @@ def resources_read(call: Call) -> dict[str, Any]:
         return invoke.call(handler, variables, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, uri, variables, run, handler)
+        value = mrtr.run_with_input(call, uri, variables, run, handler)
     except ResourceNotFound as exc:
         raise _not_found(call, exc.uri) from exc
     except RpcError:
@@ -311,7 +251,7 @@ def resources_read(call: Call) -> dict[str, Any]:
     except Exception as exc:
         logger().warning("resource %r raised %s: %s", uri, type(exc).__name__, exc)
         raise RpcError(INTERNAL_ERROR, f"Internal error reading {uri} (see the server log)") from exc
-    if isinstance(value, _InputRequiredResult):
+    if isinstance(value, mrtr.InputRequiredResult):
         return dict(value)
     mime = definition.mime_type
     if isinstance(definition, TemplateDef):
@@ -354,8 +294,8 @@ def prompts_get(call: Call) -> dict[str, Any]:
         return invoke.call(prompt.handler, arguments, ctx, call.cancel)
 
     try:
-        value = _run_with_input(call, name, arguments, run, prompt.handler)
-        if isinstance(value, _InputRequiredResult):
+        value = mrtr.run_with_input(call, name, arguments, run, prompt.handler)
+        if isinstance(value, mrtr.InputRequiredResult):
             return dict(value)
         messages, description = content.prompt_messages(value)
     except RpcError:
