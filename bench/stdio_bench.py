@@ -50,12 +50,13 @@ def peak_rss_kb(pid: int) -> int:
     return 0
 
 
-def measure(script: Path, calls: int) -> tuple[float, float, int, float]:
+def measure(script: Path, calls: int, pin: int | None = None) -> tuple[float, float, int, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+        preexec_fn=None if pin is None else lambda: os.sched_setaffinity(0, {pin}),
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(request(0, "server/discover"))
@@ -91,7 +92,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--pin", type=int, metavar="CPU", default=None,
+                        help="run the driver and every server on this one CPU: no idle wake-ups, so the "
+                             "calls ratio shows the servers' own work (steady on noisy VMs)")
     args = parser.parse_args()
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
     # Installed packages ship bytecode; compile ours so the comparison is like for like.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mcp_agent_kit"), str(ROOT / "examples")],
                    check=True)
@@ -101,12 +107,13 @@ def main() -> None:
     results: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in contestants}
     for _ in range(args.runs):  # interleave contestants so drift hits all alike
         for name, script in contestants.items():
-            results[name].append(measure(script, args.calls))
+            results[name].append(measure(script, args.calls, args.pin))
     medians = {
         name: tuple(statistics.median(run[i] for run in runs) for i in range(4)) for name, runs in results.items()
     }
     floor = medians["floor"]
-    print(f"stdio bench: {args.runs} runs (median), {args.calls} sequential tools/call round trips")
+    pinned = f", all on CPU {args.pin}" if args.pin is not None else ""
+    print(f"stdio bench: {args.runs} runs (median), {args.calls} sequential tools/call round trips{pinned}")
     print(f"{'server':<16}{'start ms':>10}{'x floor':>9}{'calls ms':>11}{'x floor':>9}{'us/call':>9}"
           f"{'RSS MiB':>9}{'x floor':>9}{'cpu us/call':>13}{'x floor':>9}")
     for name, (start, calls, rss, cpu) in medians.items():
