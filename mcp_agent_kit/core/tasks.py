@@ -55,7 +55,18 @@ class Policy:
         self.ttl_ms = ttl_ms
 
 
-_policies: weakref.WeakKeyDictionary[Registry, dict[str, Policy]] = weakref.WeakKeyDictionary()
+# Keyed by id() with a finalizer, not a WeakKeyDictionary: policy_of runs on every tools/call,
+# and a WeakKeyDictionary lookup builds a weak reference each time.
+_policies: dict[int, dict[str, Policy]] = {}
+
+
+def _keyed(table: dict[int, Any], owner: object, make: Any) -> Any:
+    """table[id(owner)], created with make() and dropped when owner is collected."""
+    found = table.get(id(owner))
+    if found is None:
+        found = table[id(owner)] = make()
+        weakref.finalize(owner, table.pop, id(owner), None)
+    return found
 
 
 def task_tool(registry: Registry, name: str, *, required: bool = False, manual: bool = False,
@@ -66,11 +77,12 @@ def task_tool(registry: Registry, name: str, *, required: bool = False, manual: 
     manual: the tool runs synchronously (MRTR rounds included) until it calls `start_task(ctx)`.
     ttl_ms: how long the task is kept after creation (None: until the server stops).
     """
-    _policies.setdefault(registry, {})[name] = Policy(required=required, manual=manual, ttl_ms=ttl_ms)
+    _keyed(_policies, registry, dict)[name] = Policy(required=required, manual=manual, ttl_ms=ttl_ms)
 
 
 def policy_of(registry: Registry, tool: Any) -> Policy | None:
-    found = _policies.get(registry, {}).get(tool.name)
+    policies = _policies.get(id(registry))
+    found = policies.get(tool.name) if policies is not None else None
     if found is None and getattr(tool, "long_running", False):
         return Policy()
     return found
@@ -362,7 +374,7 @@ def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]
     if isinstance(call, TaskCall) or call.era != MODERN:
         return None
     policy = policy_of(call.registry, tool)
-    store = _stores.get(call.dispatcher)
+    store = _stores.get(id(call.dispatcher))
     if policy is None or store is None:
         return None
     if not declared(call.capabilities):
@@ -375,7 +387,7 @@ def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]
 
 # ---- tasks/* methods ---------------------------------------------------------------------------
 def _store(call: Call) -> Store:
-    store = _stores.get(call.dispatcher)
+    store = _stores.get(id(call.dispatcher))
     if store is None:
         raise RpcError(-32601, f"Method not found: {call.method}")
     return store
@@ -417,7 +429,7 @@ def _listen_task_ids(call: Call, sub: listen.Subscription, wanted: Any) -> Any:
     return list(wanted)
 
 
-_stores: weakref.WeakKeyDictionary[Dispatcher, Store] = weakref.WeakKeyDictionary()
+_stores: dict[int, Store] = {}
 _install_lock = threading.Lock()
 
 
@@ -426,10 +438,7 @@ def install(dispatcher: Dispatcher, **options: Any) -> Store:
     hub = listen.install(dispatcher)
     hub.extras["taskIds"] = _listen_task_ids
     with _install_lock:
-        store = _stores.get(dispatcher)
-        if store is None:
-            store = Store(dispatcher, **options)
-            _stores[dispatcher] = store
+        store: Store = _keyed(_stores, dispatcher, lambda: Store(dispatcher, **options))
         dispatcher.features.add("tasks")
         if run_tool not in methods.TOOL_RUNNERS:
             methods.TOOL_RUNNERS.append(run_tool)
