@@ -9,10 +9,26 @@ decisions here beyond mapping transport outcomes to events; the probe state mach
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from mcp_agent_kit.client.probe import Event, Failure, Opened, OpenStream, Probe, Reply, Verdict
+
+
+class Slot:
+    """Where a reader thread leaves the answer to one pending request."""
+
+    __slots__ = ("done", "event")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.event: Event | None = None
+
+    def resolve(self, event: Event) -> None:
+        if not self.done.is_set():
+            self.event = event
+            self.done.set()
 
 RequestHandler = Callable[[dict[str, Any]], dict[str, Any]]
 """Answers one server→client request (legacy era) with a full JSON-RPC reply."""

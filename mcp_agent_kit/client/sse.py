@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot
 from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
 from mcp_agent_kit.wire import jsonrpc
 
@@ -71,19 +71,6 @@ class Owner(Protocol):
     on_notification: NotificationHandler | None
 
 
-class _Slot:
-    __slots__ = ("done", "event")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.event: Event | None = None
-
-    def resolve(self, event: Event) -> None:
-        if not self.done.is_set():
-            self.event = event
-            self.done.set()
-
-
 class SseStream:
     """One 2024-11-05 HTTP+SSE session: the GET stream at `url` and the endpoint it names."""
 
@@ -95,7 +82,7 @@ class SseStream:
         self._headers = dict(headers)
         self._conn: http.client.HTTPConnection | None = None
         self._events: Iterator[tuple[str, str]] | None = None
-        self._pending: dict[Any, _Slot] = {}
+        self._pending: dict[Any, Slot] = {}
         self._lock = threading.Lock()
         self._ended: str | None = None
         self._reading = False
@@ -234,7 +221,7 @@ class SseStream:
         return None
 
     def exchange(self, message: dict[str, Any], timeout: float) -> Event:
-        slot = _Slot()
+        slot = Slot()
         with self._lock:
             if self._ended is not None:
                 return Failure("exited", self._ended)

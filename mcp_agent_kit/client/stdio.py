@@ -17,26 +17,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot
 from mcp_agent_kit.client.probe import Event, Failure, Reply
 from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_LINE = 16 * 1024 * 1024
 STDERR_KEEP = 16 * 1024
-
-
-class _Slot:
-    __slots__ = ("done", "event")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.event: Event | None = None
-
-    def resolve(self, event: Event) -> None:
-        if not self.done.is_set():
-            self.event = event
-            self.done.set()
 
 
 class StdioChannel:
@@ -65,7 +52,7 @@ class StdioChannel:
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._pending: dict[Any, _Slot] = {}
+        self._pending: dict[Any, Slot] = {}
         self._stderr = bytearray()
         self._exit_note = ""
         self._started = False
@@ -147,7 +134,7 @@ class StdioChannel:
             self.start()  # lazily, on first use; after close() only restart() starts again
         if self._proc is None:
             return Failure("exited", self._exit_note)
-        slot = _Slot()
+        slot = Slot()
         id_ = message["id"]
         with self._lock:
             self._pending[id_] = slot

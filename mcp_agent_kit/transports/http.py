@@ -326,14 +326,18 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         else:
             self._legacy(incoming.kind, message, principal)
 
-    def do_GET(self) -> None:
+    def _legacy_session_request(self) -> Session | None:
+        """GET and DELETE exist only for handshake-era sessions: gate, 405 for modern, find the session."""
         passed, principal = self._gate()
         if not passed:
-            return
+            return None
         if self._is_modern(self.headers.get("MCP-Protocol-Version")):
             self._plain(405, b"", {"Allow": "POST"})
-            return
-        session = self._session(principal)
+            return None
+        return self._session(principal)
+
+    def do_GET(self) -> None:
+        session = self._legacy_session_request()
         if session is None:
             return
         if not self._accepts("text/event-stream"):
@@ -343,13 +347,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         self._standalone_stream(session)
 
     def do_DELETE(self) -> None:
-        passed, principal = self._gate()
-        if not passed:
-            return
-        if self._is_modern(self.headers.get("MCP-Protocol-Version")):
-            self._plain(405, b"", {"Allow": "POST"})
-            return
-        session = self._session(principal)
+        session = self._legacy_session_request()
         if session is None:
             return
         self.server.sessions.delete(session.id)
