@@ -48,11 +48,16 @@ class Server(Registry):
         parser = argparse.ArgumentParser(description=f"MCP server {self.name}")
         parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
         parser.add_argument("--token", help="require this bearer token (HTTP)")
+        parser.add_argument("--max-message-bytes", type=int, default=None, metavar="N",
+                            help="largest message accepted: a stdio line or an HTTP body (default 4 MiB)")
         args = parser.parse_args(argv)
+        if args.max_message_bytes is not None and args.max_message_bytes < 1024:
+            parser.error("--max-message-bytes must be at least 1024")
+        limit = {} if args.max_message_bytes is None else {"max_body": args.max_message_bytes}
         if args.http:
             host, port = parse_host_port(args.http, parser)
-            sys.exit(self.serve_http(host, port, token=args.token))
-        sys.exit(self.serve_stdio())
+            sys.exit(self.serve_http(host, port, token=args.token, **limit))
+        sys.exit(self.serve_stdio(**{"max_line_bytes": limit["max_body"]} if limit else {}))
 
 
 def parse_host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:

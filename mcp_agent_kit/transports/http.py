@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
 import threading
 import time
@@ -485,6 +486,9 @@ def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000
     server = make_server(dispatcher, host, port, **options)
     bound_host, bound_port = server.server_address[:2]
     log.warning("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (docker stop, Kubernetes) stops accepting and lets serve_forever return: exit 0.
+        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:

@@ -58,3 +58,33 @@ def test_bad_targets_exit_2() -> None:
                               capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert done.returncode == 2, (argv, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_example_over_http_exits_zero_on_sigterm() -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(root / "examples" / "metrics_server.py"), "--http",
+                             f"127.0.0.1:{port}", "--max-message-bytes", "65536"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
