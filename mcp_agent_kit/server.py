@@ -7,7 +7,6 @@ protocol logic here; transports are imported only when a server is run.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
@@ -42,26 +41,10 @@ class Server(Registry):
         return code
 
     def run(self, argv: list[str] | None = None) -> None:
-        """Serve stdio, or Streamable HTTP with `--http HOST:PORT`; exits the process when done."""
-        if not (sys.argv[1:] if argv is None else argv):
+        """Serve stdio, or Streamable HTTP with `--http HOST:PORT` (see `--help`); exits the process."""
+        args = sys.argv[1:] if argv is None else argv
+        if not args:
             sys.exit(self.serve_stdio())  # the common case, without loading argparse
-        parser = argparse.ArgumentParser(description=f"MCP server {self.name}")
-        parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
-        parser.add_argument("--token", help="require this bearer token (HTTP)")
-        parser.add_argument("--max-message-bytes", type=int, default=None, metavar="N",
-                            help="largest message accepted: a stdio line or an HTTP body (default 4 MiB)")
-        args = parser.parse_args(argv)
-        if args.max_message_bytes is not None and args.max_message_bytes < 1024:
-            parser.error("--max-message-bytes must be at least 1024")
-        limit = {} if args.max_message_bytes is None else {"max_body": args.max_message_bytes}
-        if args.http:
-            host, port = parse_host_port(args.http, parser)
-            sys.exit(self.serve_http(host, port, token=args.token, **limit))
-        sys.exit(self.serve_stdio(**{"max_line_bytes": limit["max_body"]} if limit else {}))
+        from mcp_agent_kit.transports.cli import run_server
 
-
-def parse_host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not port.isdigit():
-        parser.error(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+        sys.exit(run_server(self, args))

@@ -92,9 +92,12 @@ def main_gateway(argv: list[str]) -> int:
     try:
         gateway.start()
         if args.http:
-            from mcp_agent_kit.server import parse_host_port
+            from mcp_agent_kit.addresses import split_host_port
 
-            host, port = parse_host_port(args.http, parser)
+            try:
+                host, port = split_host_port(args.http)
+            except ValueError as exc:
+                parser.error(str(exc))
             return gateway.server.serve_http(host, port, token=args.token)
         return gateway.server.serve_stdio()
     finally:
