@@ -178,7 +178,9 @@ class Client:
         with self._id_lock:
             return next(self._ids)
 
-    def _message(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    def _message(
+        self, method: str, params: dict[str, Any], meta: dict[str, Any], inputs: InputAnswerer | None = None
+    ) -> dict[str, Any]:
         verdict = self.verdict
         if verdict is None:
             self.connect()
@@ -189,7 +191,7 @@ class Client:
             meta = {
                 mcp.META_PROTOCOL_VERSION: verdict.version,
                 mcp.META_CLIENT_INFO: self.client_info,
-                mcp.META_CLIENT_CAPABILITIES: self.inputs.capabilities("modern"),
+                mcp.META_CLIENT_CAPABILITIES: (inputs or self.inputs).capabilities("modern"),
                 **meta,
             }
         if meta:
@@ -207,15 +209,19 @@ class Client:
         progress: Progress | None = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        inputs: InputAnswerer | None = None,
     ) -> dict[str, Any]:
-        """One request and its raw result (resultType checked); JSON-RPC errors raise RpcError."""
+        """One request and its raw result (resultType checked); JSON-RPC errors raise RpcError.
+
+        inputs overrides, for this request, the capabilities declared (modern era).
+        """
         meta: dict[str, Any] = {}
         token = None
         if progress is not None:
             token = f"progress-{self._next_id()}"
             meta["progressToken"] = token
             self._progress[token] = progress
-        message = self._message(method, params or {}, meta)
+        message = self._message(method, params or {}, meta, inputs)
         try:
             generation = self._session_generation
             event = self.channel.exchange(message, timeout or self.request_timeout, headers)
@@ -247,6 +253,7 @@ class Client:
 
     def _with_input(self, method: str, params: dict[str, Any], **options: Any) -> dict[str, Any]:
         """Run a request to completion, answering input_required rounds (modern era)."""
+        answerer = options.get("inputs") or self.inputs
         result = self.request(method, params, **options)
         rounds = 0
         while result.get("resultType") == "input_required" and self.era == "modern":
@@ -255,7 +262,7 @@ class Client:
                 raise ClientError(f"{method}: gave up after {self.max_rounds} input_required rounds")
             retry = dict(params)
             if "inputRequests" in result:
-                retry["inputResponses"] = self.inputs.answer_all(result["inputRequests"])
+                retry["inputResponses"] = answerer.answer_all(result["inputRequests"])
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             result = self.request(method, retry, **options)
@@ -358,12 +365,17 @@ class Client:
         *,
         progress: Progress | None = None,
         timeout: float | None = None,
+        inputs: InputAnswerer | None = None,
     ) -> dict[str, Any]:
-        """A CallToolResult; tool failures come back as isError results, protocol errors raise."""
+        """A CallToolResult; tool failures come back as isError results, protocol errors raise.
+
+        inputs answers this call's input_required rounds instead of the client's own callbacks
+        (a gateway passes its caller's), and sets the capabilities the call declares.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        options: dict[str, Any] = {"progress": progress, "timeout": timeout}
+        options: dict[str, Any] = {"progress": progress, "timeout": timeout, "inputs": inputs}
         if self.era == "modern" and self.channel.describe().startswith(("http://", "https://")):
             return self._call_http(name, params, options)
         return self._with_input("tools/call", params, **options)

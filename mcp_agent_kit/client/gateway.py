@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
-from mcp_agent_kit.client.inputs import ClientError
+from mcp_agent_kit.client.inputs import ClientError, InputAnswerer
 from mcp_agent_kit.client.merge import merge_names, merge_uris
 from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
@@ -83,6 +83,20 @@ def load_config(path: str) -> dict[str, dict[str, Any]]:
     except ValueError as exc:
         raise ConfigError(f"{path} is not JSON: {exc}") from exc
     return parse_config(data)
+
+
+def _relay_inputs(context: Context) -> InputAnswerer:
+    """Answer a backend's input requests by asking our own caller, for the kinds it declared."""
+    declared = context.client_capabilities or {}
+
+    def relay(method: str) -> Any:
+        return lambda params: context.forward(method, params)
+
+    return InputAnswerer(
+        elicitation=relay("elicitation/create") if "elicitation" in declared else None,
+        sampling=relay("sampling/createMessage") if "sampling" in declared else None,
+        roots=relay("roots/list") if "roots" in declared else None,
+    )
 
 
 class Backend:
@@ -181,7 +195,8 @@ class Gateway:
                 _gateway_context.progress(progress, total, message)
 
             try:
-                result = backend.use().call_tool(original, arguments, progress=forward)
+                relay = _relay_inputs(_gateway_context)
+                result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay)
             except _FAILURES as exc:
                 return backend.failed(exc)
             blocks = result.get("content")

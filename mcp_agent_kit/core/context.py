@@ -265,6 +265,15 @@ class Context:
         roots = answer.get("roots", []) if isinstance(answer, dict) else []
         return list(roots)
 
+    def forward(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask one input request exactly as given (a gateway relaying its backend's question)."""
+        kind = mcp.INPUT_CAPABILITY.get(method)
+        if kind is None:
+            raise ValueError(f"cannot forward {method!r}: not an input request")
+        name = self._key(kind, None)
+        answer: dict[str, Any] = self.ask({name: {"method": method, "params": params}})[name]
+        return answer
+
     async def aask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
         import asyncio
 
