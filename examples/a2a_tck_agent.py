@@ -4,8 +4,9 @@ The behaviour is chosen by the message's `messageId` prefix (longest prefix firs
 reuse the prefixes on an existing task. Anything else goes to the `echo` tool when a data part names it,
 or completes with the text it was sent.
 
-Run: `python examples/a2a_tck_agent.py --port 9999` (or `python -m mcp_agent_kit a2a
-examples/a2a_tck_agent.py:agent --port 9999`), then point the kit at http://127.0.0.1:9999.
+Run: `python examples/a2a_tck_agent.py --port 9999` (or `--http 127.0.0.1:9999`, or
+`python -m mcp_agent_kit a2a examples/a2a_tck_agent.py:agent --port 9999`), then point the kit
+at http://127.0.0.1:9999.
 """
 
 from __future__ import annotations
@@ -128,8 +129,19 @@ class TckAgent(Agent):
 
 
 agent = TckAgent()
+server = agent  # every example exposes what it serves as `server`
+
+
+def _argv(args: list[str]) -> list[str]:
+    """Like every example, accept `--http HOST:PORT` (as the a2a command's --host/--port)."""
+    if "--http" in args:
+        at = args.index("--http")
+        host, _, port = args[at + 1].rpartition(":") if at + 1 < len(args) else ("", "", "")
+        args = [*args[:at], "--host", host.strip("[]") or "127.0.0.1", "--port", port, *args[at + 2 :]]
+    return args
+
 
 if __name__ == "__main__":
     from mcp_agent_kit.a2a.cli import main
 
-    sys.exit(main([f"{__file__}:agent", *sys.argv[1:]]))
+    sys.exit(main([f"{__file__}:agent", *_argv(sys.argv[1:])]))
