@@ -248,16 +248,27 @@ CHECKS: list[tuple[str, Callable[[Project], list[Finding]]]] = [
 ]
 
 
-def fix(project: Project, description: str) -> list[str]:
-    """Regenerate skills/<name>/ and plugin/ from the server's current tools."""
+def fix(project: Project, description: str) -> tuple[list[str], list[str]]:
+    """Regenerate skills/<name>/ and plugin/ from the server's current tools: (written, kept).
+
+    Like `create-mcp-agent --force`, only files we generated and you left unchanged are
+    replaced; a file you edited is kept (delete it to have it regenerated).
+    """
     from mcp_agent_kit.scaffold.names import derive
-    from mcp_agent_kit.scaffold.render import _write_atomic, packaging_files
+    from mcp_agent_kit.scaffold.render import ExistsError, packaging_files, write_project
 
     names = derive(project.name)
     files = packaging_files(project.tools(), names, description)
-    for rel, text in files.items():
-        _write_atomic(project.root / rel, text)
-    return sorted(files)
+    try:
+        kept = write_project(files, project.root, force=True)
+    except ExistsError:  # no manifest: only files that do not exist yet are safe to write
+        kept = [rel for rel in files if (project.root / rel).exists()]
+        missing = {rel: text for rel, text in files.items() if rel not in kept}
+        for rel, text in missing.items():
+            path = project.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    return sorted(set(files) - set(kept)), sorted(kept)
 
 
 def run_checks(project: Project) -> list[dict[str, Any]]:
@@ -281,8 +292,11 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
     project = Project(target, name, root)
     if args.fix:
         description = str(project.server.instructions or project.server.description or name)
-        for rel in fix(project, description):
+        written, kept = fix(project, description)
+        for rel in written:
             print(f"wrote {rel}", file=sys.stderr)
+        for rel in kept:
+            print(f"kept {rel} (you changed it; delete it to regenerate it)", file=sys.stderr)
     rows = run_checks(project)
     if args.json:
         print(json.dumps({"ok": all(row["ok"] for row in rows), "checks": rows}, indent=2))

@@ -136,8 +136,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _manifest(files: dict[str, str]) -> str:
-    record = {"generator": f"mcp-agent-kit {__version__}", "files": {rel: _digest(text) for rel, text in files.items()}}
+def _manifest(files: dict[str, str], previous: dict[str, str] | None = None) -> str:
+    """The manifest text: previous digests (still ours) updated with the files just written."""
+    digests = dict(previous or {})
+    digests.update({rel: _digest(text) for rel, text in files.items()})
+    record = {"generator": f"mcp-agent-kit {__version__}", "files": digests}
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
@@ -176,10 +179,11 @@ def write_project(files: dict[str, str], target: Path, *, force: bool = False) -
         path = target / rel
         if path.is_symlink() or (path.exists() and not _unchanged(path, previous.get(rel))):
             kept.append(rel)
+            previous.pop(rel, None)  # the user's file now: never replaced later either
             continue
         _write_atomic(path, text)
         written[rel] = text
-    _write_atomic(target / MANIFEST, _manifest(written))
+    _write_atomic(target / MANIFEST, _manifest(written, previous))
     return kept
 
 

@@ -162,3 +162,15 @@ def test_install_claude_code_prints_the_command(capsys: pytest.CaptureFixture[st
     assert install.main(["claude-code", "--name", "demo", "--", "python", "-m", "demo.server"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("claude mcp add --scope user demo -- /") and line.endswith("-m demo.server")
+
+
+def test_fix_never_overwrites_a_skill_you_edited(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    skill = project / "skills" / "demo-agent" / "SKILL.md"
+    skill.write_text(skill.read_text() + "\nMy own notes.\n")
+    (project / "plugin" / "plugin.json").unlink()
+    done = run_validate(project, "--fix")
+    assert "kept skills/demo-agent/SKILL.md" in done.stderr and "wrote plugin/plugin.json" in done.stderr
+    assert skill.read_text().endswith("My own notes.\n")
+    manifest = json.loads((project / MANIFEST).read_text())["files"]
+    assert "skills/demo-agent/SKILL.md" not in manifest and "server.py" in manifest
