@@ -13,13 +13,13 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from .findings import Finding
 from .fsutil import TargetExistsError, copy_tree, install_tree
 from .plugin_build import BuildError, PluginSpec, build_plugin
 from .plugin_validate import validate_plugin
-from .skill_generate import GenerateError, skeleton_skill, write_skill
+from .skill_generate import GenerateError, render_skill, skeleton_skill, write_skill
 from .skill_validate import validate_skill
 
 OK, INVALID, USAGE = 0, 1, 2
@@ -64,10 +64,26 @@ def _skill_validate(args: argparse.Namespace) -> int:
     return OK if valid else INVALID
 
 
+def _tools_of(target: str) -> tuple[list[dict[str, Any]], str]:
+    """The MCP Tool definitions (and version) of a server object named `MODULE:ATTR`."""
+    from mcp_agent_kit.loader import load_target
+
+    server = load_target(target)
+    definitions = getattr(server, "definitions", None)
+    if not callable(definitions):
+        raise GenerateError(f"{target} is not an MCP server object with tool definitions")
+    return [dict(tool) for tool in definitions("tools")], str(getattr(server, "version", "0.1.0"))
+
+
 def _skill_new(args: argparse.Namespace) -> int:
     try:
-        root = write_skill(skeleton_skill(args.name, args.desc), Path(args.dir), force=args.force)
-    except GenerateError as exc:
+        if args.tools_from:
+            tools, version = _tools_of(args.tools_from)
+            files = render_skill(tools, name=args.name, description=args.desc, version=version)
+        else:
+            files = skeleton_skill(args.name, args.desc)
+        root = write_skill(files, Path(args.dir), force=args.force)
+    except (GenerateError, ValueError, ImportError) as exc:  # TargetError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return USAGE
     except TargetExistsError as exc:
@@ -112,6 +128,8 @@ def _skill_parser() -> _Parser:
     new.add_argument("--desc", required=True, help="'Use when X. Do not use for Y.'")
     new.add_argument("--dir", default=".", help="parent directory (default: .)")
     new.add_argument("--force", action="store_true", help="replace an existing skill")
+    new.add_argument("--tools-from", metavar="MODULE:ATTR",
+                     help="index the tools of this MCP server object (e.g. examples/metrics_server.py:server)")
     new.set_defaults(run=_skill_new)
     install = sub.add_parser("install", help="copy a skill into ~/.claude/skills/<name>/")
     install.add_argument("path")

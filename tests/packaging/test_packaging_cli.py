@@ -188,3 +188,17 @@ def test_plugin_validate_reports_invalid_component(
     assert main_plugin(["validate", "--json", str(tmp_path / "p")]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["plugin"] == "ok" and data["mcp"]["component"] == "invalid"
+
+
+def test_skill_new_indexes_a_servers_tools(tmp_path: Path) -> None:
+    from mcp_agent_kit.packaging.cli import main_skill
+
+    root = Path(__file__).resolve().parents[2]
+    code = main_skill(["new", "metrics", "--desc", "Use when you need statistics. Do not use for text.",
+                       "--dir", str(tmp_path), "--tools-from", f"{root / 'examples' / 'metrics_server.py'}:server"])
+    assert code == 0
+    text = (tmp_path / "metrics" / "SKILL.md").read_text()
+    assert "calculate_metrics" in text
+    assert main_skill(["validate", str(tmp_path / "metrics"), "--strict"]) == 0
+    assert main_skill(["new", "other", "--desc", "Use when a. Do not use for b.", "--dir", str(tmp_path),
+                       "--tools-from", str(tmp_path / "missing.py") + ":server"]) == 2
