@@ -26,6 +26,7 @@ from mcp_agent_kit.core.schema_keywords import (
     MAX_VIOLATIONS,
     OBJ,
     TRUE,
+    TYPE_ONLY,
     ErrFn,
     Kw,
     Node,
@@ -113,6 +114,8 @@ def _dispatch(table: dict[type, tuple[Kw, ...]]) -> tuple[OkFn, ErrFn]:
             c(x, p, d, out)
 
     pure = all(not cs or cs == (FALSE.ok,) for cs in oks.values())
+    if pure:
+        TYPE_ONLY[type_only] = fine
     return (type_only if pure else ok), errs_fn
 
 

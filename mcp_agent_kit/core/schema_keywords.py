@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import islice
 from typing import Any
+from weakref import WeakKeyDictionary
+
+# ok-functions of schemas that only constrain the JSON type -> the Python types that pass at once
+# (registered by schema._dispatch; lets `items` skip a call per element of a homogeneous array).
+TYPE_ONLY: WeakKeyDictionary[Callable[..., bool], frozenset[type]] = WeakKeyDictionary()
 
 MAX_DEPTH = 128  # instance nesting levels plus $ref hops during one validation
 MAX_VIOLATIONS = 20
@@ -398,6 +403,7 @@ def _items(s: dict[str, Any], sub: SubFn) -> Kw | None:
         return None
     pok, np = tuple(n.ok for n in prefix), len(prefix)
     rok = rest.ok if rest is not None else None
+    fine = TYPE_ONLY.get(rok, frozenset()) if rok is not None else frozenset()
 
     def ok(x: Any, d: int) -> bool:
         if d >= MAX_DEPTH:
@@ -408,7 +414,7 @@ def _items(s: dict[str, Any], sub: SubFn) -> Kw | None:
                 return False
         if rok is not None:
             for v in islice(x, np, None) if np else x:
-                if not rok(v, d):
+                if type(v) not in fine and not rok(v, d):  # `fine`: a type-only item schema's types
                     return False
         return True
 
