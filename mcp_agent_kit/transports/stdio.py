@@ -27,16 +27,13 @@ from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
 
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
+STOP_POLL_S = 0.1  # how often the main thread looks for a stop request
 _LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
     "prompts": "notifications/prompts/list_changed",
     "resources": "notifications/resources/list_changed",
     "resourceTemplates": "notifications/resources/list_changed",
 }
-
-
-class _Stop(Exception):
-    """Raised by the SIGTERM handler to leave the wait loop."""
 
 
 class StdioOutbox:
@@ -84,6 +81,7 @@ class StdioTransport:
         self._leader: _Worker | None = None
         self._stop_watch = threading.Event()
         self._busy = 0
+        self._stop_requested = False
         self._eof = False
         self._drained = threading.Condition(self._state_lock)
         self._pending: dict[Any, Future[dict[str, Any]]] = {}
@@ -261,22 +259,26 @@ class StdioTransport:
             self.write(reply)
 
     # ---- lifecycle ---------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Ask serve() to stop reading and drain (safe from a signal handler: it only sets a flag)."""
+        self._stop_requested = True
+
     def serve(self) -> int:
-        """Serve until EOF (or SIGTERM in the main thread); in-flight requests finish first."""
+        """Serve until EOF or request_stop() (SIGTERM); in-flight requests finish first."""
         with self._state_lock:
             self._promote()
         threading.Thread(target=self._watch, name="mcp-stdio-watch", daemon=True).start()
         try:
             with self._state_lock:
-                while not (self._eof and self._busy == 0):
-                    self._drained.wait(0.5)
-        except _Stop:
-            self._stop_watch.set()
-            self._end_subscriptions()
-            with self._state_lock:
-                self._eof = True
-                while self._busy:
-                    self._drained.wait(0.5)
+                while not (self._eof and self._busy == 0) and not self._stop_requested:
+                    self._drained.wait(STOP_POLL_S)
+            if self._stop_requested:
+                self._stop_watch.set()
+                self._end_subscriptions()
+                with self._state_lock:
+                    self._eof = True
+                    while self._busy:
+                        self._drained.wait(STOP_POLL_S)
         finally:
             self._unsubscribe()
         return 0
@@ -296,19 +298,15 @@ class _Worker:
         self.thread: threading.Thread | None = None
 
 
-def _raise_stop(signum: int, frame: Any) -> None:
-    raise _Stop()
-
-
 def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
     """Serve on the process's stdin/stdout, keeping stray prints off the protocol stream."""
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     log_to_stderr()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_stop)
     transport = StdioTransport(dispatcher, sys.stdin.buffer, protocol_out, **options)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: transport.request_stop())
     code = transport.serve()
     if transport.readers_alive():
         # A reader is still blocked on stdin (we stopped on SIGTERM): the interpreter cannot
