@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from mcp_agent_kit.client.probe import Event, Failure, Opened, OpenStream, Probe, Reply, Verdict
+from mcp_agent_kit.wire import jsonrpc
 
 
 class Slot:
@@ -30,9 +31,17 @@ class Slot:
             self.event = event
             self.done.set()
 
+
 RequestHandler = Callable[[dict[str, Any]], dict[str, Any]]
 """Answers one server→client request (legacy era) with a full JSON-RPC reply."""
 NotificationHandler = Callable[[dict[str, Any]], None]
+
+
+def reply_to_request(handler: RequestHandler | None, request: dict[str, Any]) -> dict[str, Any]:
+    """The reply to a server→client request: the handler's, or method-not-found without one."""
+    if handler is None:
+        return jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request['method']}")
+    return handler(request)
 
 
 class Channel(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, reply_to_request
 from mcp_agent_kit.client.headers import request_headers
 from mcp_agent_kit.client.probe import Event, Failure, Opened, Reply
 from mcp_agent_kit.client.sse import SseStream, iter_sse
@@ -216,10 +216,5 @@ class HttpChannel:
         return Failure("exited", "the SSE stream ended before the response arrived")
 
     def _answer(self, request: dict[str, Any]) -> None:
-        handler = self.on_request
-        if handler is None:
-            text = f"Method not found: {request['method']}"
-            reply = jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, text)
-        else:
-            reply = handler(request)
+        reply = reply_to_request(self.on_request, request)
         self._post_quietly(reply)

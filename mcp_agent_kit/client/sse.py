@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
 from mcp_agent_kit.wire import jsonrpc
 
@@ -178,12 +178,7 @@ class SseStream:
             log.warning("non-JSON-RPC data on the SSE stream: %.120r", data)
 
     def _answer(self, request: dict[str, Any]) -> None:
-        handler = self.owner.on_request
-        if handler is None:
-            text = f"Method not found: {request['method']}"
-            reply = jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, text)
-        else:
-            reply = handler(request)
+        reply = reply_to_request(self.owner.on_request, request)
         failure = self._post(reply, 10.0)
         if failure is not None:
             log.warning("could not answer %s: %s", request.get("method"), failure.detail)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot
+from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.probe import Event, Failure, Reply
 from mcp_agent_kit.wire import jsonrpc
 
@@ -204,12 +204,7 @@ class StdioChannel:
             log.warning("%s wrote a line that is not JSON-RPC: %r", self.describe(), sample)
 
     def _answer(self, message: dict[str, Any]) -> None:
-        handler = self.on_request
-        if handler is None:
-            text = f"Method not found: {message['method']}"
-            reply = jsonrpc.error_reply(message["id"], jsonrpc.METHOD_NOT_FOUND, text)
-        else:
-            reply = handler(message)
+        reply = reply_to_request(self.on_request, message)
         self._write(reply)
 
     def _drain_stderr(self, stream: IO[bytes]) -> None:
