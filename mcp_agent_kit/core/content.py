@@ -8,8 +8,9 @@ conversion; no I/O, no era knowledge (era shaping happens in wire.mcp).
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
+
+from mcp_agent_kit.wire.jsonrpc import dumps_compact
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
 # The keys each content block type must carry to be recognised as a block (not data).
@@ -85,11 +86,9 @@ def is_content_block(value: Any) -> bool:
     return kind in CONTENT_TYPES and all(key in value for key in _REQUIRED_KEYS[kind])
 
 
-_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def dumps_text(value: Any) -> str:
-    return _TEXT_ENCODER.encode(value)
+    """Structured content as the compact JSON text of its mirror text block."""
+    return dumps_compact(value)
 
 
 def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:

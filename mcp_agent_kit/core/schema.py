@@ -413,20 +413,25 @@ class _Compiler:
 class Validator:
     """A compiled schema. Build with ``compile_schema`` (cached) or ``Validator(schema)``."""
 
-    __slots__ = ("_errs", "_hops", "_ok")
+    __slots__ = ("_errs", "_fast", "_hops", "_ok")
 
     def __init__(self, schema: dict[str, Any] | bool) -> None:
         self._setup(_parse(_canonical(schema)))
 
     def _setup(self, schema: Any) -> None:
-        root, self._hops = _compile(schema)
+        root, self._hops, self._fast = _compile(schema)
         self._ok, self._errs = root.ok, root.errs
 
     def is_valid(self, instance: Any) -> bool:
-        """True if ``instance`` satisfies the schema; stops at the first failure."""
+        """True if ``instance`` satisfies the schema; stops at the first failure.
+
+        The generated shortcut (schema_fast) accepts the everyday case; when it is unsure,
+        the closure tree decides.
+        """
         self._hops[0] = 0
         try:
-            return self._ok(instance, 0)
+            fast = self._fast
+            return (fast is not None and fast(instance)) or self._ok(instance, 0)
         except RecursionError:
             return False
 
@@ -477,7 +482,7 @@ def _parse(key: str) -> Any:
         raise SchemaError("schema is nested too deeply") from None
 
 
-def _compile(schema: Any) -> tuple[Node, list[int]]:
+def _compile(schema: Any) -> tuple[Node, list[int], Callable[[Any], bool] | None]:
     if not isinstance(schema, dict | bool):
         raise SchemaError(f"a schema must be an object or a boolean, got {got(schema)}")
     if isinstance(schema, dict) and "$schema" in schema:
@@ -492,4 +497,6 @@ def _compile(schema: Any) -> tuple[Node, list[int]]:
         c.resolve_all()
     except RecursionError:
         raise SchemaError("schema is nested too deeply") from None
-    return root, c.hops
+    from mcp_agent_kit.core.schema_fast import generate
+
+    return root, c.hops, generate(schema, c.done)

@@ -8,6 +8,7 @@ their JSON type; a notification is never answered; errors whose id cannot be rea
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 PARSE_ERROR: Final = -32700
@@ -20,7 +21,33 @@ Id = str | int
 Kind = Literal["request", "notification", "response", "invalid"]
 
 _decoder = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name))
+_scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_WHITESPACE = " \t\n\r"
+_SLOW = object()
+
+
+def _reusable_encoder() -> Callable[[Any], str]:
+    """Compact, UTF-8-friendly, NaN-rejecting JSON text, with the C encoder built once.
+
+    ``JSONEncoder.encode`` builds a fresh C encoder (and a circularity map) on every call,
+    which is half the cost of encoding a small message. Without the map, a circular value
+    raises RecursionError, which callers already treat as "not JSON".
+    """
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the plain encoder is as fast as it gets
+        return _encoder.encode
+    run = make(None, _encoder.default, encoder.encode_basestring, None, ":", ",", False, False, False)
+
+    def dumps(value: Any) -> str:
+        return "".join(run(value, 0))
+
+    return dumps
+
+
+dumps_compact: Callable[[Any], str] = _reusable_encoder()
 
 
 def _reject_constant(name: str) -> Any:
@@ -104,8 +131,15 @@ def decode(raw: bytes | str) -> Incoming:
         text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
     except UnicodeDecodeError as exc:
         return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"))
+    try:  # the C scanner directly; anything unusual takes the full decoder for its exact message
+        value, end = _scan(text, 0)
+        if end != len(text) and text[end:].strip(_WHITESPACE):
+            raise ValueError
+    except (StopIteration, ValueError, RecursionError):
+        value = _SLOW
     try:
-        value = _decoder.decode(text)
+        if value is _SLOW:
+            value = _decoder.decode(text)
     except RecursionError:
         return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, "Parse error: nesting too deep"))
     except ValueError as exc:
@@ -144,7 +178,7 @@ def classify(value: Any) -> Incoming:
 
 def encode(message: dict[str, Any]) -> bytes:
     """Serialize one message compactly as UTF-8 (no newline). Raises ValueError/TypeError."""
-    return _encoder.encode(message).encode("utf-8")
+    return dumps_compact(message).encode("utf-8")
 
 
 def encode_safely(message: dict[str, Any]) -> bytes:
