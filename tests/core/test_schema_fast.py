@@ -14,16 +14,8 @@ from mcp_agent_kit.core.schema import Validator, compile_schema
 
 jsonschema = pytest.importorskip("jsonschema")
 
-NAMES = st.sampled_from(["a", "b", "c"])
-TYPES = st.sampled_from(["null", "boolean", "object", "array", "string", "number", "integer"])
-NUMBERS = st.integers(-4, 4) | st.integers(-16, 16).map(lambda n: n / 4)
-SCALARS = st.none() | st.booleans() | NUMBERS | st.text("ab", max_size=3)
-VALUES = st.recursive(
-    SCALARS,
-    lambda ch: st.lists(ch, max_size=4) | st.dictionaries(NAMES | st.just("ab"), ch, max_size=4),
-    max_leaves=10,
-)
-COUNTS = st.integers(0, 3)
+from tests.core.test_schema import COUNTS, NAMES, NUMBERS, TYPES, VALUES  # noqa: E402 - after the skip
+
 INLINE_LEAF: dict[str, st.SearchStrategy[Any]] = {
     "type": TYPES | st.lists(TYPES, min_size=1, max_size=3, unique=True),
     "enum": st.lists(st.text("ab", max_size=2), min_size=1, max_size=3),
