@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.registry import Registry
@@ -79,6 +79,16 @@ def _meta_of(params: Any) -> dict[str, Any] | None:
 def is_enveloped(message: dict[str, Any]) -> bool:
     meta = _meta_of(message.get("params"))
     return meta is not None and mcp.META_PROTOCOL_VERSION in meta
+
+
+def _envelope_error(meta: dict[str, Any]) -> NoReturn:
+    """Raise the -32602 for a _meta without a well-typed protocol version and capabilities."""
+    for key, kind in ((mcp.META_PROTOCOL_VERSION, str), (mcp.META_CLIENT_CAPABILITIES, dict)):
+        if key not in meta:
+            raise RpcError(INVALID_PARAMS, f'Invalid params: _meta is missing "{key}"')
+        if not isinstance(meta[key], kind):
+            raise RpcError(INVALID_PARAMS, f'Invalid params: _meta "{key}" must be a {kind.__name__}')
+    raise AssertionError("called for a well-formed _meta")
 
 
 def mcp_unsupported(requested: Any) -> RpcError:
@@ -163,20 +173,17 @@ class Dispatcher:
         meta = _meta_of(params)
         if meta is None:
             raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
-        for key, kind in ((mcp.META_PROTOCOL_VERSION, str), (mcp.META_CLIENT_CAPABILITIES, dict)):
-            if key not in meta:
-                raise RpcError(INVALID_PARAMS, f'Invalid params: _meta is missing "{key}"')
-            if not isinstance(meta[key], kind):
-                raise RpcError(INVALID_PARAMS, f'Invalid params: _meta "{key}" must be a {kind.__name__}')
+        version = meta.get(mcp.META_PROTOCOL_VERSION)
+        declared = meta.get(mcp.META_CLIENT_CAPABILITIES)
+        if not isinstance(version, str) or not isinstance(declared, dict):
+            _envelope_error(meta)
         if check is not None:
             check("envelope", message)
-        version = meta[mcp.META_PROTOCOL_VERSION]
         if version not in mcp.MODERN_VERSIONS:
             raise mcp_unsupported(version)
         entry = methods.METHODS.get(method)
-        if entry is None or MODERN not in entry.eras or not self._offers(entry.needs):
+        if entry is None or MODERN not in entry.eras or (entry.needs is not None and not self._offers(entry.needs)):
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-        declared: dict[str, Any] = meta[mcp.META_CLIENT_CAPABILITIES]
         if entry.client_needs is not None:
             from mcp_agent_kit.core.context import capability_declared, missing_capability
 

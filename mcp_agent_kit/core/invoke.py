@@ -47,6 +47,8 @@ def run_coroutine(coro: Coroutine[Any, Any, Any], cancel: threading.Event | None
 
 
 def call(handler: Handler, arguments: dict[str, Any], context: Any, cancel: threading.Event | None = None) -> Any:
+    if not handler.context_arg and not handler.is_async:
+        return handler.fn(**arguments)
     kwargs = dict(arguments)
     if handler.context_arg:
         kwargs[handler.context_arg] = context

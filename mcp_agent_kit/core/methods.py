@@ -151,26 +151,32 @@ def prompts_list(call: Call) -> dict[str, Any]:
 
 # ---- tools ------------------------------------------------------------------------------
 def tools_call(call: Call) -> dict[str, Any]:
-    name = _param(call, "name", str)
-    arguments = call.params.get("arguments")
+    params = call.params
+    name = params.get("name")
+    if type(name) is not str:
+        name = _param(call, "name", str)
+    arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
-    elif not isinstance(arguments, dict):
+    elif type(arguments) is not dict:
         raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
     tool = call.registry.get_tool(name)
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
-    try:
-        validator = tool.validator()
-    except ValueError as exc:  # SchemaError: the tool's own schema is broken
-        raise RpcError(INTERNAL_ERROR, f"Internal error: tool {name!r} has an invalid inputSchema: {exc}") from exc
-    if validator.is_valid(arguments):
-        return execute_tool(call, tool, tool.handler.convert(_coerce_integers(tool.input_schema, arguments)))
-    violations = validator.validate(arguments)
-    if violations:
-        detail = "; ".join(v.message for v in violations)
-        return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
-    return execute_tool(call, tool, tool.handler.convert(_coerce_integers(tool.input_schema, arguments)))
+    validator = tool._input
+    if validator is None:
+        try:
+            validator = tool.validator()
+        except ValueError as exc:  # SchemaError: the tool's own schema is broken
+            raise RpcError(INTERNAL_ERROR, f"Internal error: tool {name!r} has an invalid inputSchema: {exc}") from exc
+    if not validator.is_valid(arguments):
+        violations = validator.validate(arguments)
+        if violations:
+            detail = "; ".join(v.message for v in violations)
+            return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
+    if tool.integer_args:
+        arguments = _coerce_integers(tool.integer_args, arguments)
+    return execute_tool(call, tool, tool.handler.convert(arguments))
 
 
 # Extensions (core.tasks) may take over a validated tools/call: runner(call, tool, arguments)
@@ -185,14 +191,19 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         if taken is not None:
             return taken
 
+    handler = tool.handler
+
     def run(ctx: Context | None) -> Any:
-        return invoke.call(tool.handler, arguments, ctx, call.cancel)
+        return invoke.call(handler, arguments, ctx, call.cancel)
 
     try:
-        value = mrtr.run_with_input(call, tool.name, arguments, run, tool.handler)
-        if isinstance(value, mrtr.InputRequiredResult):
-            return dict(value)
-        result = content.tool_result(value, structured="outputSchema" in tool.wire)
+        if handler.context_arg is None and not handler.is_async and mrtr.no_input_round(call):
+            value = handler.fn(**arguments)  # the common case: no Context, no input round
+        else:
+            value = mrtr.run_with_input(call, tool.name, arguments, run, handler)
+            if isinstance(value, mrtr.InputRequiredResult):
+                return dict(value)
+        result = content.tool_result(value, structured=tool.structured)
     except (RpcError, InputRequired):
         raise
     except content.ToolError as exc:
@@ -209,19 +220,15 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
     return result
 
 
-def _coerce_integers(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+def _coerce_integers(names: frozenset[str], arguments: dict[str, Any]) -> dict[str, Any]:
     """Integral floats become ints where the schema says integer (3.0 -> 3)."""
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return arguments
     fixed = arguments
-    for key, value in arguments.items():
+    for key in names:
+        value = arguments.get(key)
         if type(value) is float and value.is_integer():
-            sub = props.get(key)
-            if isinstance(sub, dict) and sub.get("type") == "integer":
-                if fixed is arguments:
-                    fixed = dict(arguments)
-                fixed[key] = int(value)
+            if fixed is arguments:
+                fixed = dict(arguments)
+            fixed[key] = int(value)
     return fixed
 
 

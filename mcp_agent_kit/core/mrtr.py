@@ -23,12 +23,18 @@ STATE_TTL_S = 600.0
 LEGACY = "legacy"
 
 
+def no_input_round(call: Call) -> bool:
+    """True when the request carries no answers from an earlier input_required round."""
+    params = call.params
+    return "requestState" not in params and "inputResponses" not in params
+
+
 def run_with_input(
     call: Call, target: str, arguments: dict[str, Any], run: Callable[[Context | None], Any], handler: Handler
 ) -> Any:
     """Run a handler; in the modern era an InputRequired ends the round with a sealed state."""
     registry = call.registry
-    if handler.context_arg is None and "requestState" not in call.params and "inputResponses" not in call.params:
+    if handler.context_arg is None and no_input_round(call):
         return run(None)  # fast path: a handler without a Context can never ask for input
     if call.era == LEGACY:
         broker = LegacyBroker(call.capabilities, call.out.request if call.out is not None else None)

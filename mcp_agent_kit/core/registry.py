@@ -98,13 +98,19 @@ class Handler:
 class ToolDef:
     """A registered tool: its wire definition, handler and compiled validators."""
 
-    __slots__ = ("_input", "_output", "handler", "long_running", "name", "wire")
+    __slots__ = ("_input", "_output", "handler", "integer_args", "long_running", "name", "structured", "wire")
 
     def __init__(self, name: str, wire: dict[str, Any], handler: Handler, long_running: bool = False) -> None:
         self.name = name
         self.wire = wire
         self.handler = handler
         self.long_running = long_running
+        self.structured = "outputSchema" in wire
+        props = wire["inputSchema"].get("properties")
+        # Top-level arguments the schema types as integer: an integral float there becomes an int.
+        self.integer_args = frozenset(
+            key for key, sub in props.items() if isinstance(sub, dict) and sub.get("type") == "integer"
+        ) if isinstance(props, dict) else frozenset()
         self._input: Any = None
         self._output: Any = None
 
@@ -122,6 +128,8 @@ class ToolDef:
         return self._input
 
     def output_validator(self) -> Any:
+        if self._output is not None:
+            return self._output
         schema = self.wire.get("outputSchema")
         if schema is None:
             return None

@@ -371,7 +371,7 @@ class TaskRun:
 
 def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """methods.TOOL_RUNNERS hook: take over task-capable tools when the extension is declared."""
-    if isinstance(call, TaskCall) or call.era != MODERN:
+    if not (_policies or tool.long_running) or isinstance(call, TaskCall) or call.era != MODERN:
         return None
     policy = policy_of(call.registry, tool)
     store = _stores.get(id(call.dispatcher))
