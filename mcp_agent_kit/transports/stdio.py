@@ -16,7 +16,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
@@ -80,7 +79,6 @@ class StdioTransport:
         self._workers: set[_Worker] = set()
         self._leader: _Worker | None = None
         self._stop_watch = threading.Event()
-        self._busy = 0
         self._stop_requested = False
         self._eof = False
         self._drained = threading.Condition(self._state_lock)
@@ -142,37 +140,42 @@ class StdioTransport:
         return line.rstrip(b"\r\n")
 
     def _lead(self, worker: _Worker) -> None:
-        """Read and handle lines while this worker is the leader."""
+        """Read and handle lines while this worker is the leader.
+
+        Only the leader reads, and it marks itself busy before it lets go of the read lock, so
+        the watchdog and the drain at shutdown see every line that is being handled. The busy
+        flag and counter are this worker's own (plain attribute writes, no lock per line).
+        """
         while True:
             with self._read_lock:
                 if self._leader is not worker or self._eof:
                     return
                 line = self._read_line()
+                if line is not None:
+                    worker.seq += 1
+                    worker.busy = True
             if line is None:
                 with self._state_lock:
                     self._finish_input()
                 self._end_subscriptions()
                 return
-            with self._state_lock:
-                self._busy += 1
-                worker.seq += 1
-                worker.started = time.monotonic()
             try:
                 if line.strip():
                     self._handle_line(line)
             except Exception:
                 logger("mcp_agent_kit.stdio").exception("unexpected error while handling a line")
             finally:
+                worker.busy = False
+            if self._eof or self._leader is not worker:  # shutting down, or promoted away: retire
                 with self._state_lock:
-                    worker.started = 0.0
-                    self._busy -= 1
-                    if self._eof and not self._busy:  # only shutdown waits for the drain
-                        self._drained.notify_all()
-                    retired = self._leader is not worker
-                    if retired:
+                    if self._leader is not worker:
                         self._workers.discard(worker)
-            if retired:
-                return
+                        return
+                    self._drained.notify_all()
+
+    def _busy(self) -> bool:
+        """Is any worker handling a line? (call with _state_lock held)"""
+        return any(worker.busy for worker in self._workers)
 
     def _promote(self) -> None:
         """Make a new leader (call with _state_lock held)."""
@@ -198,12 +201,12 @@ class StdioTransport:
         It polls on its own clock (fast while lines flow, slow when idle) so the request path
         never has to wake it.
         """
-        seen: tuple[_Worker | None, int, float] = (None, -1, 0.0)
+        seen: tuple[_Worker | None, int, bool] = (None, -1, False)
         last_seq = -1
         while not self._stop_watch.wait(self.promote_after if last_seq >= 0 else self.idle_tick):
             with self._state_lock:
                 leader = self._leader
-                seq, started = (leader.seq, leader.started) if leader else (0, 0.0)
+                seq, started = (leader.seq, leader.busy) if leader else (0, False)
                 if started and seen == (leader, seq, started):
                     self._promote()
             seen = (leader, seq, started)
@@ -270,14 +273,14 @@ class StdioTransport:
         threading.Thread(target=self._watch, name="mcp-stdio-watch", daemon=True).start()
         try:
             with self._state_lock:
-                while not (self._eof and self._busy == 0) and not self._stop_requested:
+                while not (self._eof and not self._busy()) and not self._stop_requested:
                     self._drained.wait(STOP_POLL_S)
             if self._stop_requested:
                 self._stop_watch.set()
                 self._end_subscriptions()
                 with self._state_lock:
                     self._eof = True
-                    while self._busy:
+                    while self._busy():
                         self._drained.wait(STOP_POLL_S)
         finally:
             self._unsubscribe()
@@ -290,11 +293,11 @@ class StdioTransport:
 class _Worker:
     """One leader-capable thread and what it is working on."""
 
-    __slots__ = ("seq", "started", "thread")
+    __slots__ = ("busy", "seq", "thread")
 
     def __init__(self) -> None:
         self.seq = 0
-        self.started = 0.0
+        self.busy = False
         self.thread: threading.Thread | None = None
 
 
