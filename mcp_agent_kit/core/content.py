@@ -106,8 +106,9 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
         if value.meta:
             result["_meta"] = dict(value.meta)
         return result
-    if structured and not is_content_block(value):
-        return {"content": [text(dumps_text(value))], "structuredContent": value, "isError": False}
+    if structured and not (isinstance(value, dict) and value.get("type") in CONTENT_TYPES and is_content_block(value)):
+        mirror = {"type": "text", "text": dumps_compact(value)}
+        return {"content": [mirror], "structuredContent": value, "isError": False}
     if isinstance(value, str):
         return {"content": [text(value)], "isError": False}
     if is_content_block(value):

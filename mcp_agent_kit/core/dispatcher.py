@@ -121,7 +121,10 @@ class Dispatcher:
             return None
         id_ = message["id"]
         try:
-            result = self.result(message, conn, out or NullOutbox(), cancel, check)
+            if (conn.era or self.fix_era(message, conn)) == MODERN:
+                result = self._modern(message, conn, out or NullOutbox(), cancel, check)
+            else:
+                result = self._legacy(message, conn, out or NullOutbox(), cancel)
         except RpcError as exc:
             return jsonrpc.error_reply(id_, exc.code, exc.message, exc.data)
         except Exception:
@@ -129,7 +132,7 @@ class Dispatcher:
             return jsonrpc.error_reply(id_, INTERNAL_ERROR, "Internal error")
         if cancel is not None and cancel.is_set():
             return None
-        return jsonrpc.result_reply(id_, result)
+        return {"jsonrpc": "2.0", "id": id_, "result": result}
 
     def notification(self, message: dict[str, Any], conn: Connection) -> None:
         handler = methods.NOTIFICATIONS.get(message["method"])
@@ -142,19 +145,6 @@ class Dispatcher:
             modern = message["method"] != "initialize" and is_enveloped(message)
             conn.era = MODERN if modern else LEGACY
         return conn.era
-
-    def result(
-        self,
-        message: dict[str, Any],
-        conn: Connection,
-        out: Outbox,
-        cancel: threading.Event | None,
-        check: HeaderCheck | None,
-    ) -> dict[str, Any]:
-        era = self.fix_era(message, conn)
-        if era == MODERN:
-            return self._modern(message, conn, out, cancel, check)
-        return self._legacy(message, conn, out, cancel)
 
     # ---- eras ------------------------------------------------------------------------------
     def _modern(
@@ -170,8 +160,8 @@ class Dispatcher:
         if method == "initialize" and not is_enveloped(message):
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
             raise mcp_unsupported(requested)
-        meta = _meta_of(params)
-        if meta is None:
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
         version = meta.get(mcp.META_PROTOCOL_VERSION)
         declared = meta.get(mcp.META_CLIENT_CAPABILITIES)
@@ -224,14 +214,18 @@ class Dispatcher:
 
     # ---- shaping -----------------------------------------------------------------------------
     def shape_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
-        result.setdefault("resultType", "complete")
-        meta = result.get("_meta")
-        meta = dict(meta) if isinstance(meta, dict) else {}
+        if "resultType" not in result:
+            result["resultType"] = "complete"
         info = self._server_info
         if info is None:
             info = self._server_info = self.registry.server_info()
-        meta[mcp.META_SERVER_INFO] = info
-        result["_meta"] = meta
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {mcp.META_SERVER_INFO: info}
+        else:
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            meta[mcp.META_SERVER_INFO] = info
+            result["_meta"] = meta
         if method in mcp.CACHEABLE_METHODS and result["resultType"] == "complete":
             result.setdefault("ttlMs", self.registry.cache_ttl_ms)
             result.setdefault("cacheScope", self.registry.cache_scope)

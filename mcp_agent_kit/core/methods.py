@@ -211,7 +211,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
     except Exception as exc:
         logger().warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
         return content.error_result(str(exc) or type(exc).__name__)
-    checker = tool.output_validator()
+    checker = tool._output or tool.output_validator()
     if checker is not None and not result["isError"] and not checker.is_valid(result.get("structuredContent")):
         problems = checker.validate(result.get("structuredContent"))
         if problems:
