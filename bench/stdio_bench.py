@@ -8,7 +8,7 @@ steadier measure than wall time on machines whose wake-up latency varies).
 Two passes: one where the scheduler places the processes freely (the wall clock a user sees; on
 small VMs it swings with how fast an idle CPU wakes up), and one with the driver and every server
 pinned to one CPU (no idle wake-ups: the servers' own work, steady to a few percent).
-Run: python bench/stdio_bench.py [--runs 5] [--calls 1000] [--pin CPU] [--only free|pinned]
+Run: python bench/stdio_bench.py [--runs 9] [--calls 1000] [--pin CPU] [--only free|pinned]
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def report(title: str, medians: dict[str, tuple[float, ...]], calls: int) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pin", type=int, metavar="CPU", default=0,
                         help="the CPU for the pinned pass (driver and every server on it: no idle wake-ups, so "

@@ -11,6 +11,7 @@ import base64
 from typing import Any
 
 from mcp_agent_kit.wire.jsonrpc import dumps_compact
+from mcp_agent_kit.wire.reply import JSONText
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
 # The keys each content block type must carry to be recognised as a block (not data).
@@ -101,13 +102,13 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
         if value.structured is not None:
             result["structuredContent"] = value.structured
             if not value.content:
-                result["content"] = [text(dumps_text(value.structured))]
+                result["content"] = [text(JSONText(dumps_text(value.structured)))]
         result["isError"] = value.is_error
         if value.meta:
             result["_meta"] = dict(value.meta)
         return result
     if structured and not (isinstance(value, dict) and value.get("type") in CONTENT_TYPES and is_content_block(value)):
-        mirror = {"type": "text", "text": dumps_compact(value)}
+        mirror = {"type": "text", "text": JSONText(dumps_compact(value))}
         return {"content": [mirror], "structuredContent": value, "isError": False}
     if isinstance(value, str):
         return {"content": [text(value)], "isError": False}
@@ -119,7 +120,7 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
         return {"content": [], "isError": False}
     if isinstance(value, bytes | bytearray):
         raise TypeError("a tool returned bytes: wrap them with content.image/audio or embedded_resource")
-    return {"content": [text(dumps_text(value))], "structuredContent": value, "isError": False}
+    return {"content": [text(JSONText(dumps_text(value)))], "structuredContent": value, "isError": False}
 
 
 def _is_block_like(item: Any) -> bool:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
+from mcp_agent_kit.wire.reply import encode_reply
 
 Requester = Callable[["Exchange", str, dict[str, Any]], dict[str, Any]]
 
@@ -84,7 +84,7 @@ class Exchange:
             if reply is None:
                 self._respond(202 if status == 200 else status, b"", None)
                 return
-            self._respond(status, jsonrpc.encode_safely(reply), "application/json")
+            self._respond(status, encode_reply(reply), "application/json")
 
     def close_stream(self) -> None:
         """End an SSE stream early (the client may resume it); later events are dropped."""
@@ -129,7 +129,7 @@ class Exchange:
         self._write(b"")
 
     def _event(self, message: dict[str, Any]) -> None:
-        self._write(b"event: message\ndata: " + jsonrpc.encode_safely(message) + b"\n\n")
+        self._write(b"event: message\ndata: " + encode_reply(message) + b"\n\n")
 
     def _write(self, data: bytes) -> None:
         if self.broken:

@@ -24,6 +24,7 @@ from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
 from mcp_agent_kit.logs import log_to_stderr, logger
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
+from mcp_agent_kit.wire.reply import encode_reply
 
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 STOP_POLL_S = 0.1  # how often the main thread looks for a stop request
@@ -89,7 +90,7 @@ class StdioTransport:
 
     # ---- output ----------------------------------------------------------------------------
     def write(self, message: dict[str, Any]) -> None:
-        data = jsonrpc.encode_safely(message) + b"\n"
+        data = encode_reply(message) + b"\n"
         assert self._writer is not None
         with self._write_lock:
             self._writer.write(data)

@@ -86,8 +86,11 @@ class Incoming:
         return value if _is_id(value) else None
 
 
+_ID_TYPES = (str, int)
+
+
 def _is_id(value: object) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
+    return type(value) in _ID_TYPES or (isinstance(value, _ID_TYPES) and not isinstance(value, bool))
 
 
 def error_reply(id_: Id | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -149,7 +152,7 @@ def decode(raw: bytes | str) -> Incoming:
 
 def classify(value: Any) -> Incoming:
     """Classify an already-parsed JSON value as request, notification, response or invalid."""
-    if isinstance(value, list):
+    if type(value) is not dict and isinstance(value, list):
         return Incoming("invalid", {}, error_reply(None, INVALID_REQUEST, "Invalid Request: batches are not supported"))
     if not isinstance(value, dict):
         return Incoming("invalid", {}, error_reply(None, INVALID_REQUEST, "Invalid Request: expected a JSON object"))
