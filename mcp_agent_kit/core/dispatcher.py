@@ -161,7 +161,7 @@ class Dispatcher:
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
             raise mcp_unsupported(requested)
         meta = params.get("_meta") if isinstance(params, dict) else None
-        if not isinstance(meta, dict):
+        if not isinstance(meta, dict) or not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
         version = meta.get(mcp.META_PROTOCOL_VERSION)
         declared = meta.get(mcp.META_CLIENT_CAPABILITIES)
@@ -172,7 +172,7 @@ class Dispatcher:
         if version not in mcp.MODERN_VERSIONS:
             raise mcp_unsupported(version)
         entry = methods.METHODS.get(method)
-        if entry is None or MODERN not in entry.eras or (entry.needs is not None and not self._offers(entry.needs)):
+        if entry is None or MODERN not in entry.eras or not (entry.needs is None or self._offers(entry.needs)):
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         if entry.client_needs is not None:
             from mcp_agent_kit.core.context import capability_declared, missing_capability
@@ -186,12 +186,10 @@ class Dispatcher:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         client_info = meta.get(mcp.META_CLIENT_INFO)
         call = methods.Call(
-            self, conn, method, message["id"], params if isinstance(params, dict) else {},
-            MODERN, version, declared, client_info if isinstance(client_info, dict) else None,
-            out, cancel, level, meta.get("progressToken"),
+            self, conn, method, message["id"], params, MODERN, version, declared,
+            client_info if isinstance(client_info, dict) else None, out, cancel, level, meta.get("progressToken"),
         )
-        result = entry.fn(call)
-        return self.shape_modern(method, result)
+        return self.shape_modern(method, entry.fn(call))
 
     def _legacy(
         self, message: dict[str, Any], conn: Connection, out: Outbox, cancel: threading.Event | None

@@ -160,7 +160,7 @@ def tools_call(call: Call) -> dict[str, Any]:
         arguments = {}
     elif type(arguments) is not dict:
         raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
-    tool = call.registry.get_tool(name)
+    tool = call.dispatcher.registry.get_tool(name)
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
     validator = tool._input
@@ -197,7 +197,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         return invoke.call(handler, arguments, ctx, call.cancel)
 
     try:
-        if handler.context_arg is None and not handler.is_async and mrtr.no_input_round(call):
+        if handler.plain and mrtr.no_input_round(call):
             value = handler.fn(**arguments)  # the common case: no Context, no input round
         else:
             value = mrtr.run_with_input(call, tool.name, arguments, run, handler)

@@ -49,7 +49,7 @@ def _context_type() -> type:
 class Handler:
     """A user callable plus how to call it."""
 
-    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "takes_kwargs")
+    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "plain", "takes_kwargs")
 
     def __init__(
         self,
@@ -63,6 +63,7 @@ class Handler:
         self.context_arg = context_arg
         self.takes_kwargs = takes_kwargs
         self.is_async = is_async
+        self.plain = context_arg is None and not is_async  # callable directly: no Context, no event loop
         self.converters = converters or {}
         # The argument names fn can receive (None: it takes **kwargs, so any name).
         self.accepts: frozenset[str] | None = None
