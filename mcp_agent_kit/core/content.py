@@ -97,6 +97,8 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
 
     With structured (the tool declares an outputSchema), any plain value is structuredContent.
     """
+    if structured and type(value) is dict and value.get("type") not in CONTENT_TYPES:  # the usual case
+        return _structured(value)
     if isinstance(value, ToolResult):
         result: dict[str, Any] = {"content": [_block(item) for item in value.content]}
         if value.structured is not None:
@@ -107,9 +109,8 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
         if value.meta:
             result["_meta"] = dict(value.meta)
         return result
-    if structured and not (isinstance(value, dict) and value.get("type") in CONTENT_TYPES and is_content_block(value)):
-        mirror = {"type": "text", "text": JSONText(dumps_compact(value))}
-        return {"content": [mirror], "structuredContent": value, "isError": False}
+    if structured and not is_content_block(value):
+        return _structured(value)
     if isinstance(value, str):
         return {"content": [text(value)], "isError": False}
     if is_content_block(value):
@@ -120,7 +121,13 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
         return {"content": [], "isError": False}
     if isinstance(value, bytes | bytearray):
         raise TypeError("a tool returned bytes: wrap them with content.image/audio or embedded_resource")
-    return {"content": [text(JSONText(dumps_text(value)))], "structuredContent": value, "isError": False}
+    return _structured(value)
+
+
+def _structured(value: Any) -> dict[str, Any]:
+    """structuredContent plus its JSON as a text block, for clients that read only content."""
+    return {"content": [{"type": "text", "text": JSONText(dumps_compact(value))}], "structuredContent": value,
+            "isError": False}
 
 
 def _is_block_like(item: Any) -> bool:

@@ -229,7 +229,9 @@ class StdioTransport:
 
     def _handle_line(self, line: bytes) -> None:
         incoming = jsonrpc.decode(line)
-        if incoming.kind == "invalid":
+        if incoming.kind == "request":
+            self._handle_request(incoming.message)
+        elif incoming.kind == "invalid":
             assert incoming.reply is not None
             self.write(incoming.reply)
         elif incoming.kind == "response":
@@ -245,10 +247,8 @@ class StdioTransport:
                 else:
                     result = message["result"]
                     future.set_result(result if isinstance(result, dict) else {})
-        elif incoming.kind == "notification":
+        else:  # a notification
             self.dispatcher.notification(incoming.message, self.conn)
-        else:
-            self._handle_request(incoming.message)
 
     def _handle_request(self, message: dict[str, Any]) -> None:
         id_ = message["id"]

@@ -87,6 +87,7 @@ class Incoming:
 
 
 _ID_TYPES = (str, int)
+_BYTES = (bytes, bytearray)
 
 
 def _is_id(value: object) -> bool:
@@ -131,7 +132,7 @@ def _invalid(message: dict[str, Any], why: str, code: int = INVALID_REQUEST) -> 
 def decode(raw: bytes | str) -> Incoming:
     """Parse one serialized message and classify it; never raises."""
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
+        text = raw.decode("utf-8") if isinstance(raw, _BYTES) else raw
     except UnicodeDecodeError as exc:
         return Incoming("invalid", {}, error_reply(None, PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"))
     try:  # the C scanner directly; anything unusual takes the full decoder for its exact message
