@@ -32,16 +32,17 @@ class Slot:
             self.done.set()
 
 
-RequestHandler = Callable[[dict[str, Any]], dict[str, Any]]
-"""Answers one server→client request (legacy era) with a full JSON-RPC reply."""
+RequestHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+"""Answers one server→client request (legacy era) with a full JSON-RPC reply. The second argument
+is the id of our request it belongs to, when the transport tells (a POST's SSE stream), else None."""
 NotificationHandler = Callable[[dict[str, Any]], None]
 
 
-def reply_to_request(handler: RequestHandler | None, request: dict[str, Any]) -> dict[str, Any]:
+def reply_to_request(handler: RequestHandler | None, request: dict[str, Any], related: Any = None) -> dict[str, Any]:
     """The reply to a server→client request: the handler's, or method-not-found without one."""
     if handler is None:
         return jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request['method']}")
-    return handler(request)
+    return handler(request, related)
 
 
 class Channel(Protocol):

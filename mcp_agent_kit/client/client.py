@@ -86,8 +86,11 @@ class Client:
         self._progress: dict[str, Progress] = {}
         self._session_generation = 0  # bumped by each re-initialize after an expired session
         self._reinit_lock = threading.Lock()
+        # Requests in flight that brought their own answerer (call_tool(inputs=...)): a legacy
+        # server's question during such a request goes to that answerer.
+        self._call_inputs: dict[Any, InputAnswerer] = {}
         channel.on_notification = self._on_notification
-        channel.on_request = self.inputs.serve
+        channel.on_request = self._serve_request
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -174,6 +177,19 @@ class Client:
         return verdict
 
     # ---- requests ------------------------------------------------------------------------------------
+    def _serve_request(self, message: dict[str, Any], related: Any) -> dict[str, Any]:
+        """Answer a legacy server's request with the answerer of the request it belongs to.
+
+        The transport names that request when it can (Streamable HTTP streams a request's server
+        requests on its own response); otherwise, when exactly one request with its own answerer
+        is in flight, it is that one; else the client's own callbacks answer.
+        """
+        with self._id_lock:
+            answerer = self._call_inputs.get(related) if related is not None else None
+            if answerer is None and related is None and len(self._call_inputs) == 1:
+                answerer = next(iter(self._call_inputs.values()))
+        return (answerer or self.inputs).serve(message)
+
     def _next_id(self) -> int:
         with self._id_lock:
             return next(self._ids)
@@ -222,6 +238,9 @@ class Client:
             meta["progressToken"] = token
             self._progress[token] = progress
         message = self._message(method, params or {}, meta, inputs)
+        if inputs is not None:
+            with self._id_lock:
+                self._call_inputs[message["id"]] = inputs
         try:
             generation = self._session_generation
             event = self.channel.exchange(message, timeout or self.request_timeout, headers)
@@ -231,6 +250,9 @@ class Client:
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+            if inputs is not None:
+                with self._id_lock:
+                    self._call_inputs.pop(message["id"], None)
         if isinstance(event, Failure):
             raise PeerError(event.kind, event.detail)
         error = event.message.get("error")

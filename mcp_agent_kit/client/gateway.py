@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,7 +24,7 @@ from mcp_agent_kit.client.inputs import ClientError, InputAnswerer
 from mcp_agent_kit.client.merge import merge_names, merge_uris
 from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
-from mcp_agent_kit.core.context import Context
+from mcp_agent_kit.core.context import Context, InputRequired
 from mcp_agent_kit.server import Server
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -85,18 +86,51 @@ def load_config(path: str) -> dict[str, dict[str, Any]]:
     return parse_config(data)
 
 
-def _relay_inputs(context: Context) -> InputAnswerer:
-    """Answer a backend's input requests by asking our own caller, for the kinds it declared."""
-    declared = context.client_capabilities or {}
+class _Relay:
+    """Answers a backend's questions during one proxied call by asking our own caller.
 
-    def relay(method: str) -> Any:
-        return lambda params: context.forward(method, params)
+    A modern backend asks inside its result, on the proxy's own thread: the caller's answer or
+    its InputRequired (modern caller, first round) flows through as is. A handshake-era backend
+    asks with a request of its own, answered on a channel thread while the proxy waits; a
+    legacy caller is asked right away (Context.forward blocks for its answer), but a modern
+    caller answers only in a later round. Then the backend's question is declined (elicitation:
+    "cancel"; others: an error), its call is abandoned when it ends, and the proxy raises the
+    InputRequired after all; on the retry the same question finds its answer in the round's
+    replay, exactly as a tool of our own is re-run under MRTR.
+    """
 
-    return InputAnswerer(
-        elicitation=relay("elicitation/create") if "elicitation" in declared else None,
-        sampling=relay("sampling/createMessage") if "sampling" in declared else None,
-        roots=relay("roots/list") if "roots" in declared else None,
-    )
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.thread = threading.current_thread()
+        self.pending: InputRequired | None = None
+        declared = context.client_capabilities or {}
+        asker = {kind: self._asker(method) if kind in declared else None for method, kind in _RELAYED.items()}
+        self.answerer = InputAnswerer(asker["elicitation"], asker["sampling"], asker["roots"])
+
+    def _asker(self, method: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        def ask(params: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return self.context.forward(method, params)
+            except InputRequired as need:  # the caller answers in its next round
+                if threading.current_thread() is self.thread:
+                    raise  # a modern backend's question: the proxy unwinds with it
+                self.pending = self.pending or need
+                if method == "elicitation/create":
+                    return {"action": "cancel"}
+                raise ClientError("the question was passed on to the gateway's caller; ask again") from None
+
+        return ask
+
+    def raise_pending(self) -> None:
+        if self.pending is not None:
+            raise self.pending
+
+
+_RELAYED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+def _no_caller(params: dict[str, Any]) -> dict[str, Any]:
+    raise ClientError("the gateway asks its caller only while one of its tool calls runs")
 
 
 class Backend:
@@ -104,7 +138,11 @@ class Backend:
 
     def __init__(self, alias: str, spec: dict[str, Any], timeout: float) -> None:
         self.alias = alias
-        options: dict[str, Any] = {"timeout": timeout, "allow_legacy": spec["allowLegacy"]}
+        # Declared so that a handshake-era backend may ask during a call (its capabilities are fixed
+        # at initialize); a question outside any call is refused.
+        options: dict[str, Any] = {
+            "timeout": timeout, "allow_legacy": spec["allowLegacy"], "elicitation": _no_caller, "sampling": _no_caller,
+        }
         if "url" in spec:
             self.client = Client.http(spec["url"], spec["headers"], **options)
         else:
@@ -194,11 +232,13 @@ class Gateway:
             def forward(progress: float, total: float | None, message: str | None) -> None:
                 _gateway_context.progress(progress, total, message)
 
+            relay = _Relay(_gateway_context)
             try:
-                relay = _relay_inputs(_gateway_context)
-                result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay)
+                result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay.answerer)
             except _FAILURES as exc:
+                relay.raise_pending()
                 return backend.failed(exc)
+            relay.raise_pending()
             blocks = result.get("content")
             return ToolResult(
                 blocks if isinstance(blocks, list) else [],

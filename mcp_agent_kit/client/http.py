@@ -209,12 +209,12 @@ class HttpChannel:
                 return Reply(incoming.message, response.status)
             if incoming.kind == "notification" and self.on_notification is not None:
                 self.on_notification(incoming.message)
-            elif incoming.kind == "request":
-                threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
+            elif incoming.kind == "request":  # on this request's own stream: it belongs to this request
+                threading.Thread(target=self._answer, args=(incoming.message, message["id"]), daemon=True).start()
             elif incoming.kind == "invalid" and self.strict:
                 return Failure("garbage", f"non-JSON-RPC data on the SSE stream: {data[:120]!r}")
         return Failure("exited", "the SSE stream ended before the response arrived")
 
-    def _answer(self, request: dict[str, Any]) -> None:
-        reply = reply_to_request(self.on_request, request)
+    def _answer(self, request: dict[str, Any], related: Any = None) -> None:
+        reply = reply_to_request(self.on_request, request, related)
         self._post_quietly(reply)

@@ -278,3 +278,26 @@ def test_verdict_is_cached_per_origin(modern_url: str) -> None:
     assert calls == []  # no second server/discover for the same origin
     second.list_tools()
     assert calls == ["tools/list"]
+
+
+def test_concurrent_legacy_calls_each_get_their_own_answerer(oracle_script: Path, legacy_python: str) -> None:
+    """Over Streamable HTTP a server request arrives on its call's own stream: two calls in flight
+    at once, each with its own answerer (a gateway relaying two callers), never get crossed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mcp_agent_kit.client.inputs import InputAnswerer
+
+    def answerer(name: str) -> InputAnswerer:
+        def answer(params: dict[str, Any]) -> dict[str, Any]:
+            time.sleep(0.2)  # keep both calls in flight together
+            return {"action": "accept", "content": {"name": name}}
+
+        return InputAnswerer(elicitation=answer)
+
+    for url in _serve(legacy_python, oracle_script, "sse"):
+        with Client.http(url, elicitation=_elicit) as client:
+            assert client.era == "legacy"
+            names = [f"caller{i}" for i in range(4)]
+            with ThreadPoolExecutor(4) as pool:
+                texts = list(pool.map(lambda n: client.call_tool("greet", {}, inputs=answerer(n)), names))
+            assert [t["content"][0]["text"] for t in texts] == [f"hello {n}" for n in names]
