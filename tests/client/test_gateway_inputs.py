@@ -22,14 +22,22 @@ from mcp_agent_kit.client.inputs import InputAnswerer
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def gateway(tmp_path: Path, servers: dict[str, Any]) -> StdioServerParameters:
+    """Our gateway as a stdio server over these backends."""
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def kitchen() -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(ROOT / "tests/fixtures/kitchen_server.py")],
+            "env": {"PYTHONPATH": str(ROOT)}}
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_gateway_relays_a_backends_elicitation(tmp_path: Path, mode: str) -> None:
-    config = tmp_path / "gateway.json"
-    kitchen = {"command": sys.executable, "args": [str(ROOT / "tests/fixtures/kitchen_server.py")],
-               "env": {"PYTHONPATH": str(ROOT)}}
-    config.write_text(json.dumps({"mcpServers": {"kitchen": kitchen}}))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
-                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    params = gateway(tmp_path, {"kitchen": kitchen()})
     asked: list[str] = []
 
     async def on_elicit(context: Any, request: types.ElicitRequestParams) -> types.ElicitResult:
@@ -46,12 +54,7 @@ def test_gateway_relays_a_backends_elicitation(tmp_path: Path, mode: str) -> Non
 
 
 def test_without_the_capability_the_backend_says_so(tmp_path: Path) -> None:
-    config = tmp_path / "gateway.json"
-    kitchen = {"command": sys.executable, "args": [str(ROOT / "tests/fixtures/kitchen_server.py")],
-               "env": {"PYTHONPATH": str(ROOT)}}
-    config.write_text(json.dumps({"mcpServers": {"kitchen": kitchen}}))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
-                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    params = gateway(tmp_path, {"kitchen": kitchen()})
 
     async def scenario() -> None:
         async with Client(params, mode="auto") as client:
@@ -113,11 +116,7 @@ def test_gateway_relays_a_legacy_backends_mid_call_question(
 ) -> None:
     """A legacy caller is asked while the backend waits; a modern caller answers in a second
     round, after which the backend's call is re-run and finds the answer (MRTR replay)."""
-    config = tmp_path / "gateway.json"
-    backend = {"command": legacy_python, "args": [str(legacy_asker)], "allowLegacy": True}
-    config.write_text(json.dumps({"mcpServers": {"asker": backend}}))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
-                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    params = gateway(tmp_path, {"asker": {"command": legacy_python, "args": [str(legacy_asker)], "allowLegacy": True}})
     asked: list[str] = []
 
     async def on_elicit(context: Any, request: types.ElicitRequestParams) -> types.ElicitResult:
@@ -140,11 +139,7 @@ def test_gateway_relays_a_legacy_backends_mid_call_question(
 def test_gateway_without_a_caller_capability_leaves_the_legacy_backend_unanswered(
     tmp_path: Path, legacy_asker: Path, legacy_python: str
 ) -> None:
-    config = tmp_path / "gateway.json"
-    backend = {"command": legacy_python, "args": [str(legacy_asker)], "allowLegacy": True}
-    config.write_text(json.dumps({"mcpServers": {"asker": backend}}))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
-                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    params = gateway(tmp_path, {"asker": {"command": legacy_python, "args": [str(legacy_asker)], "allowLegacy": True}})
 
     async def scenario() -> Any:
         async with Client(params, mode="auto") as client:
