@@ -113,6 +113,14 @@ def test_tool_with_progress(ctx: Context) -> str:
     return str(ctx.progress_token if ctx.progress_token is not None else 0)
 
 
+@server.tool(input_schema=NO_ARGS)
+def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream mid-call, then answers once the client has reconnected (SSE polling)."""
+    if ctx.close_stream():
+        time.sleep(0.3)  # the result is kept; the client fetches it with Last-Event-ID
+    return "Reconnection test completed"
+
+
 # ---- asking the client (both eras) -------------------------------------------------------------------
 @server.tool(
     input_schema={"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}

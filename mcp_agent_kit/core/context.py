@@ -172,6 +172,7 @@ class Context:
         principal: str | None = None,
         cancel_event: threading.Event | None = None,
         state: dict[str, Any] | None = None,
+        interrupt: Callable[[], bool] | None = None,
     ) -> None:
         self.method = method
         self.request_id = request_id
@@ -185,6 +186,7 @@ class Context:
         self.state: dict[str, Any] = state if state is not None else {}
         self._notify = notify
         self._broker = broker
+        self._interrupt = interrupt
         self._log_rank = mcp.LOG_LEVEL_RANK[log_level] if log_level else None
         self._last_progress: float | None = None
         self._counters: dict[str, int] = {}
@@ -192,6 +194,16 @@ class Context:
     @property
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
+
+    def close_stream(self) -> bool:
+        """Close this request's SSE connection now and keep working (2025-11-25 SSE polling).
+
+        The client reconnects with `Last-Event-ID` and receives every later notification and the
+        result. Useful before a long wait, so no connection is held open meanwhile. True when
+        the transport did it: a Streamable HTTP tool call of a 2025-11-25 session that accepts
+        SSE; elsewhere (stdio, 2026-07-28, older sessions) it does nothing and returns False.
+        """
+        return self._interrupt() if self._interrupt is not None else False
 
     # ---- notifications --------------------------------------------------------------------
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:

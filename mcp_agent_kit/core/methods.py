@@ -84,6 +84,7 @@ class Call:
             principal=self.conn.principal,
             cancel_event=self.cancel,
             state=state,
+            interrupt=getattr(out, "interrupt", None),
         )
 
 

@@ -345,7 +345,11 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             self._json_error(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")
             return
         self._body_read()
-        self._standalone_stream(session)
+        last_event_id = self.headers.get("Last-Event-ID")
+        if last_event_id is not None:
+            self._resume_stream(session, last_event_id)
+        else:
+            self._standalone_stream(session)
 
     def do_DELETE(self) -> None:
         session = self._legacy_session_request()
@@ -417,12 +421,18 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         def requester(via: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
             return sessions.request(session, via, method, params)
 
+        can_stream = self._accepts("text/event-stream")
+        # A tool call of a 2025-11-25 session streams from the start, resumably (sse_replay).
+        resumable = can_stream and message["method"] == "tools/call" and session.conn.version >= "2025-11-25"
         exchange = Exchange(
             self,
-            can_stream=self._accepts("text/event-stream"),
+            can_stream=can_stream,
             extra_headers={SESSION_HEADER: session.id},
             requester=requester,
+            stream=session.events.open() if resumable else None,
         )
+        if resumable:
+            exchange.start_stream()
         id_ = message["id"]
         session.conn.inflight[id_] = exchange.cancel
         try:
@@ -453,6 +463,19 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             if session.stream is exchange:
                 session.stream = None
             exchange.close_stream()
+
+    def _resume_stream(self, session: Session, last_event_id: str) -> None:
+        """GET with Last-Event-ID: what the client missed on that stream, then the rest live."""
+        found = session.events.find(last_event_id)
+        exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
+        if found is None or not found[0].resume(found[1], exchange):
+            self._json_error(404, INVALID_REQUEST, "Not Found: no stream to resume at that Last-Event-ID")
+            return
+        stream = found[0]
+        while not (stream.wait(15.0) or session.closed.is_set() or self.server.closing.is_set()):
+            if not exchange.heartbeat():
+                break
+        exchange.end()
 
 
 def _status(reply: dict[str, Any] | None, past_envelope: bool) -> int:

@@ -3,8 +3,9 @@
 `initialize` mints an unguessable `Mcp-Session-Id`; later requests must echo it (missing →
 400, unknown or expired → 404). A session holds the era Connection, the server→client
 requests waiting for answers, the standalone GET stream for list-changed and resource-updated
-notifications (streams are not resumable: no `Last-Event-ID`). Rules: no
-socket code beyond the Exchange it is handed; a session belongs to the principal that made it.
+notifications, and the log of its resumable tool-call streams (sse_replay; the standalone
+stream is not resumable). Rules: no socket code beyond the Exchange it is handed; a session
+belongs to the principal that made it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
 from mcp_agent_kit.transports.sse import Exchange
+from mcp_agent_kit.transports.sse_replay import EventLog
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 
@@ -41,6 +43,7 @@ class Session:
         self.pending: dict[Any, Future[dict[str, Any]]] = {}
         self.lock = threading.Lock()
         self.stream_lock = threading.Lock()  # held while the GET stream opens, so no push is lost
+        self.events = EventLog()
         self._ids = itertools.count(1)
 
     def next_request_id(self) -> str:

@@ -1,21 +1,26 @@
 """sse: one HTTP response that is JSON by default and becomes a Server-Sent Events stream on demand.
 
-An Exchange is the Outbox of one POST (or the standalone GET stream): the first notification
-switches the reply to `text/event-stream`, each message is one `event: message` and the final
-reply closes the stream. A failed write marks the client gone and sets the request's cancel
-flag (closing the stream is cancellation, digest §6). Rules: no protocol logic; writes are
-serialized by one lock; it never blocks on anything but the socket.
+An Exchange is the Outbox of one POST (or a GET stream): the first notification switches the
+reply to `text/event-stream`, each message is one `event: message` and the final reply closes
+the stream. A failed write marks the client gone and sets the request's cancel flag (closing the
+stream is cancellation, digest §6), except on a resumable stream (sse_replay), whose events are
+kept for the client to fetch again. Rules: no protocol logic; writes are serialized by one lock;
+it never blocks on anything but the socket.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 from mcp_agent_kit.wire.reply import encode_reply
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.transports.sse_replay import Stream
 
 Requester = Callable[["Exchange", str, dict[str, Any]], dict[str, Any]]
 
@@ -30,6 +35,7 @@ class Exchange:
         can_stream: bool,
         extra_headers: dict[str, str] | None = None,
         requester: Requester | None = None,
+        stream: Stream | None = None,
     ) -> None:
         self.handler = handler
         self.can_stream = can_stream
@@ -38,13 +44,19 @@ class Exchange:
         self.streaming = False
         self.broken = False
         self.sent = False
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered when this exchange is its own stream's sink
         self._requester = requester
+        self._stream = stream
 
     # ---- Outbox ------------------------------------------------------------------------------
     def notify(self, message: dict[str, Any]) -> None:
         with self._lock:
-            if self.sent or self.broken or not (self.streaming or self.can_stream):
+            if self.sent:
+                return
+            if self._stream is not None and self.streaming:  # kept for a resuming client, even when gone
+                self._event(message)
+                return
+            if self.broken or not (self.streaming or self.can_stream):
                 return
             if not self.streaming:
                 self._start()
@@ -75,7 +87,10 @@ class Exchange:
                 return
             self.sent = True
             if self.streaming:
-                if reply is not None:
+                if self._stream is not None:
+                    frame = b"event: message\ndata: " + encode_reply(reply) + b"\n\n" if reply is not None else b""
+                    self._stream.emit(frame, last=True)
+                elif reply is not None:
                     self._event(reply)
                 self.handler.close_connection = True
                 return
@@ -93,6 +108,30 @@ class Exchange:
                 self.sent = True
                 self.handler.close_connection = True
                 self.broken = True
+
+    def interrupt(self) -> bool:
+        """Close a resumable stream's connection now, the request going on (SSE polling): the
+        client comes back with Last-Event-ID for the rest. False when this stream cannot resume."""
+        with self._lock:
+            if self._stream is None or not self.streaming or self.broken:
+                return False
+            self._disconnect()
+            return True
+
+    # ---- as a resumable stream's connection (sse_replay.Stream calls these, its lock held) ------------
+    def write_raw(self, frame: bytes) -> None:
+        with self._lock:
+            if not self.streaming:
+                self._start()
+            self._write(frame)
+
+    def end(self) -> None:
+        """No more events will come through this connection (the stream ended, or moved to a
+        newer connection): close it. The request it may belong to goes on."""
+        with self._lock:
+            self.handler.close_connection = True
+            if not self.broken:
+                self._disconnect()
 
     # ---- writing (lock held) ---------------------------------------------------------------------
     def _respond(self, status: int, body: bytes, content_type: str | None) -> None:
@@ -126,10 +165,19 @@ class Exchange:
         except OSError:
             self._gone()
             return
-        self._write(b"")
+        stream = self._stream
+        if stream is not None and stream.sink is None:  # a resumable POST stream opens with its priming event
+            stream.sink = self
+            self._write(stream.priming())
+        else:
+            self._write(b"")
 
     def _event(self, message: dict[str, Any]) -> None:
-        self._write(b"event: message\ndata: " + encode_reply(message) + b"\n\n")
+        frame = b"event: message\ndata: " + encode_reply(message) + b"\n\n"
+        if self._stream is not None:
+            self._stream.emit(frame)
+        else:
+            self._write(frame)
 
     def _write(self, data: bytes) -> None:
         if self.broken:
@@ -141,7 +189,18 @@ class Exchange:
         except OSError:
             self._gone()
 
+    def _disconnect(self) -> None:
+        """Half-close the socket so the client sees the stream end; later writes just fail."""
+        self.broken = True
+        self.handler.close_connection = True
+        try:
+            self.handler.wfile.flush()
+            self.handler.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
     def _gone(self) -> None:
         self.broken = True
-        self.cancel.set()
+        if self._stream is None:  # a resumable stream's events wait for the client to come back
+            self.cancel.set()
         self.handler.close_connection = True

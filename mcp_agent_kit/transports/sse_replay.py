@@ -1,0 +1,137 @@
+"""sse_replay: resumable SSE streams for handshake-era sessions (2025-11-25 resumability, SEP-1699).
+
+A `tools/call` POST of a session that negotiated 2025-11-25 answers with an SSE stream that
+opens with a priming event (an id, a `retry` hint, empty data). Every event on it carries the id
+`<stream>-<n>` and is kept in the session's EventLog, so a client whose connection broke (or that
+the server disconnected on purpose, `Context.close_stream()`) can GET with `Last-Event-ID` and
+receive what it missed, then the rest of that stream live. Rules: events are replayed only on
+the stream they belong to; the log is bounded (finished streams are forgotten first); a broken
+connection never cancels the request (2025-11-25: disconnection is not cancellation); no protocol
+logic and no socket code beyond the Exchange it writes to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.transports.sse import Exchange
+
+RETRY_MS = 500  # how soon a disconnected client should come back
+MAX_STREAMS = 64  # per session
+MAX_BYTES = 4 * 1024 * 1024  # per session, over all kept events
+
+
+class Stream:
+    """The events of one POST's SSE stream, and where live events go now."""
+
+    def __init__(self, log: EventLog, stream_id: str) -> None:
+        self.log = log
+        self.id = stream_id
+        self.frames: list[bytes] = []  # frames[n - 1] is event n (0 is the priming event)
+        self.dropped = 0  # events forgotten from the front to stay within the log's bounds
+        self.done = False
+        self.sink: Exchange | None = None
+        self.cond = threading.Condition()
+
+    def priming(self) -> bytes:
+        return f"id: {self.id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode()
+
+    def emit(self, frame: bytes, last: bool = False) -> None:
+        """Record one event and write it to the live connection, if there is one."""
+        with self.cond:
+            n = self.dropped + len(self.frames) + 1
+            framed = f"id: {self.id}-{n}\n".encode() + frame
+            self.frames.append(framed)
+            if last:
+                self.done = True
+            sink = self.sink
+            if sink is not None:
+                sink.write_raw(framed)
+                if last:
+                    sink.end()
+            self.cond.notify_all()
+        self.log.grew(len(framed))  # outside our lock: the log may lock other streams to trim them
+
+    def resume(self, after: int, sink: Exchange) -> bool:
+        """Replay the events after number `after` to sink and make it the live connection.
+
+        False when those events are no longer kept (the client must start over).
+        """
+        with self.cond:
+            if after < self.dropped or after > self.dropped + len(self.frames):
+                return False
+            for frame in self.frames[after - self.dropped :]:
+                sink.write_raw(frame)
+            old, self.sink = self.sink, sink
+            if self.done:
+                sink.end()
+        if old is not None and old is not sink:
+            old.end()  # outside our lock: its own writer takes its lock before ours
+        return True
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the stream ends or timeout passes; True once it has ended."""
+        with self.cond:
+            if not self.done:
+                self.cond.wait(timeout)
+            return self.done
+
+    def forget_front(self) -> int:
+        """Drop the oldest kept event; its size in bytes (0 if none)."""
+        with self.cond:
+            if not self.frames:
+                return 0
+            self.dropped += 1
+            return len(self.frames.pop(0))
+
+
+class EventLog:
+    """The resumable streams of one session."""
+
+    def __init__(self, max_streams: int = MAX_STREAMS, max_bytes: int = MAX_BYTES) -> None:
+        self.max_streams = max_streams
+        self.max_bytes = max_bytes
+        self._streams: OrderedDict[str, Stream] = OrderedDict()
+        self._ids = itertools.count(1)
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def open(self) -> Stream:
+        stream = Stream(self, str(next(self._ids)))
+        with self._lock:
+            self._streams[stream.id] = stream
+            while len(self._streams) > self.max_streams:
+                self._evict()
+        return stream
+
+    def find(self, last_event_id: str) -> tuple[Stream, int] | None:
+        """The stream an event id belongs to and the event's number, if it is still kept."""
+        stream_id, _, number = last_event_id.strip().rpartition("-")
+        if not number.isdigit():
+            return None
+        with self._lock:
+            stream = self._streams.get(stream_id)
+        return (stream, int(number)) if stream is not None else None
+
+    def grew(self, size: int) -> None:
+        with self._lock:
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._streams:
+                self._evict()
+
+    def _evict(self) -> None:
+        """Forget a finished stream (the oldest), else the oldest event of the oldest stream."""
+        finished = next((s for s in self._streams.values() if s.done), None)
+        if finished is not None:
+            del self._streams[finished.id]
+            self._bytes -= sum(len(frame) for frame in finished.frames)
+            return
+        oldest = next(iter(self._streams.values()))
+        freed = oldest.forget_front()
+        if freed == 0:  # nothing left to forget in it: drop it whole
+            del self._streams[oldest.id]
+        self._bytes -= freed
