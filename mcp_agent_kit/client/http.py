@@ -17,6 +17,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +30,9 @@ from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_BODY = 32 * 1024 * 1024
+MAX_RESUMES = 5  # reconnections in a row that bring no new event before giving up
+MAX_RETRY_MS = 10_000  # the longest `retry` hint we honour
+DEFAULT_RETRY_S = 0.5
 ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
 
@@ -157,7 +161,7 @@ class HttpChannel:
             if response.status == 404 and sent.get("Mcp-Session-Id"):
                 response.read(MAX_BODY)
                 return self._expired(sent["Mcp-Session-Id"])
-            return self._outcome(message, response)
+            return self._outcome(message, response, timeout)
         except TimeoutError:
             return Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")
         except (ConnectionRefusedError, socket.gaierror) as exc:
@@ -173,7 +177,7 @@ class HttpChannel:
                 self.session_id = None
         return Failure("expired", f"HTTP 404: the server no longer knows session {session[:40]!r}", 404)
 
-    def _outcome(self, message: dict[str, Any], response: http.client.HTTPResponse) -> Event:
+    def _outcome(self, message: dict[str, Any], response: http.client.HTTPResponse, timeout: float) -> Event:
         status = response.status
         if status in (401, 403):
             challenge = response.getheader("WWW-Authenticate")
@@ -187,7 +191,7 @@ class HttpChannel:
             self.session_id = session
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 300:
-            return self._read_stream(message, response)
+            return self._read_stream(message, response, timeout)
         body = response.read(MAX_BODY + 1)
         if len(body) > MAX_BODY:
             return Failure("garbage", "the response body exceeds the size limit")
@@ -200,20 +204,66 @@ class HttpChannel:
             return Failure("invalid", f"HTTP {status} with an empty body for a request")
         return Failure("garbage", f"HTTP {status}: not a JSON-RPC response: {body[:120].decode('utf-8', 'replace')!r}")
 
-    def _read_stream(self, message: dict[str, Any], response: http.client.HTTPResponse) -> Event:
-        for _, data in iter_sse(response):
+    def _read_stream(self, message: dict[str, Any], response: http.client.HTTPResponse, timeout: float) -> Event:
+        """The response on the request's SSE stream, resuming it (legacy sessions) if it breaks."""
+        seen: dict[str, str] = {}
+        status = response.status
+        original = response
+        resumes = 0
+        while True:
+            before = seen.get("id")
+            reply = self._read_events(message, response, status, seen)
+            if reply is not None:
+                if response is not original:
+                    response.close()
+                return reply
+            last = seen.get("id")
+            resumes = 0 if last != before else resumes + 1  # reset while the stream makes progress
+            if not last or self.session_id is None or request_headers(message) or resumes > MAX_RESUMES:
+                return Failure("exited", "the SSE stream ended before the response arrived")
+            retry = seen.get("retry", "")
+            time.sleep(min(int(retry), MAX_RETRY_MS) / 1000 if retry.isdigit() else DEFAULT_RETRY_S)
+            resumed = self._resume(last, message, timeout)
+            if isinstance(resumed, Failure):
+                return resumed
+            response = resumed
+
+    def _resume(
+        self, last_event_id: str, message: dict[str, Any], timeout: float
+    ) -> http.client.HTTPResponse | Failure:
+        """GET the rest of a broken stream (2025-11-25 resumability)."""
+        headers = self._headers(message, {"Accept": "text/event-stream", "Last-Event-ID": last_event_id})
+        headers.pop("Content-Type", None)
+        try:
+            conn = self._connect(timeout)
+            conn.request("GET", self.path, headers=headers)
+            response = conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            return Failure("exited", f"{self.url}: could not resume the stream: {exc}")
+        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if response.status != 200 or content_type != "text/event-stream":
+            response.read(4096)
+            conn.close()
+            return Failure("exited", f"the SSE stream broke and could not be resumed (HTTP {response.status})")
+        return response
+
+    def _read_events(
+        self, message: dict[str, Any], response: http.client.HTTPResponse, status: int, seen: dict[str, str]
+    ) -> Event | None:
+        for _, data in iter_sse(response, seen=seen):
             if not data.strip():
                 continue
             incoming = jsonrpc.decode(data)
             if incoming.kind == "response" and incoming.message.get("id") == message["id"]:
-                return Reply(incoming.message, response.status)
+                return Reply(incoming.message, status)
             if incoming.kind == "notification" and self.on_notification is not None:
                 self.on_notification(incoming.message)
             elif incoming.kind == "request":  # on this request's own stream: it belongs to this request
                 threading.Thread(target=self._answer, args=(incoming.message, message["id"]), daemon=True).start()
             elif incoming.kind == "invalid" and self.strict:
                 return Failure("garbage", f"non-JSON-RPC data on the SSE stream: {data[:120]!r}")
-        return Failure("exited", "the SSE stream ended before the response arrived")
+        response.close()
+        return None
 
     def _answer(self, request: dict[str, Any], related: Any = None) -> None:
         reply = reply_to_request(self.on_request, request, related)

@@ -30,8 +30,11 @@ MAX_EVENT = 16 * 1024 * 1024
 Connect = Callable[[float], http.client.HTTPConnection]
 
 
-def iter_sse(stream: Any, limit: int = MAX_EVENT) -> Iterator[tuple[str, str]]:
-    """(event name, data) for each SSE event on a binary stream; comment lines are skipped."""
+def iter_sse(stream: Any, limit: int = MAX_EVENT, seen: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """(event name, data) for each SSE event on a binary stream; comment lines are skipped.
+
+    seen, when given, is kept up to date with the last `id` and `retry` fields (for resuming).
+    """
     name, size = "message", 0
     data: list[str] = []
     while True:
@@ -57,6 +60,8 @@ def iter_sse(stream: Any, limit: int = MAX_EVENT) -> Iterator[tuple[str, str]]:
             data.append(value)
         elif field == "event":
             name = value or "message"
+        elif field in ("id", "retry") and seen is not None and "\0" not in value:
+            seen[field] = value
 
 
 def path_of(url: str) -> str:

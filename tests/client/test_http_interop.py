@@ -301,3 +301,61 @@ def test_concurrent_legacy_calls_each_get_their_own_answerer(oracle_script: Path
             with ThreadPoolExecutor(4) as pool:
                 texts = list(pool.map(lambda n: client.call_tool("greet", {}, inputs=answerer(n)), names))
             assert [t["content"][0]["text"] for t in texts] == [f"hello {n}" for n in names]
+
+
+POLLING_ORACLE = textwrap.dedent(
+    """
+    import asyncio
+    import itertools
+    import sys
+    import uvicorn
+    from mcp.server.fastmcp import Context, FastMCP
+    from mcp.server.streamable_http import EventStore
+
+    class Memory(EventStore):
+        def __init__(self):
+            self.events, self.ids = [], itertools.count(1)
+
+        async def store_event(self, stream_id, message):
+            event_id = str(next(self.ids))
+            self.events.append((event_id, stream_id, message))
+            return event_id
+
+        async def replay_events_after(self, last_event_id, send_callback):
+            stream = next((s for e, s, _ in self.events if e == last_event_id), None)
+            if stream is None:
+                return None
+            after = False
+            for event_id, stream_id, message in list(self.events):
+                if after and stream_id == stream and message is not None:
+                    await send_callback(type("Event", (), {"message": message, "event_id": event_id})())
+                after = after or event_id == last_event_id
+            return stream
+
+    app = FastMCP("polling", event_store=Memory(), retry_interval=100)
+
+    @app.tool()
+    async def slow_report(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "before")
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.3)
+        await ctx.report_progress(2, 2, "after")
+        return "finished after the stream was closed"
+
+    uvicorn.run(app.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    """
+)
+
+
+def test_client_resumes_a_stream_the_legacy_server_closed(tmp_path: Path, legacy_python: str) -> None:
+    """The official 1.x server with an event store closes the call's stream (SSE polling); our
+    client reconnects with Last-Event-ID and gets the later progress and the result."""
+    script = tmp_path / "polling_oracle.py"
+    script.write_text(POLLING_ORACLE)
+    progress: list[str | None] = []
+    for url in _serve(legacy_python, script, "sse"):
+        with Client.http(url) as client:
+            assert client.era == "legacy"
+            result = client.call_tool("slow_report", {}, progress=lambda p, t, m: progress.append(m))
+    assert result["content"][0]["text"] == "finished after the stream was closed"
+    assert progress == ["before", "after"]
