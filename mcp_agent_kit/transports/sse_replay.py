@@ -5,7 +5,8 @@ opens with a priming event (an id, a `retry` hint, empty data). Every event on i
 `<stream>-<n>` and is kept in the session's EventLog, so a client whose connection broke (or that
 the server disconnected on purpose, `Context.close_stream()`) can GET with `Last-Event-ID` and
 receive what it missed, then the rest of that stream live. Rules: events are replayed only on
-the stream they belong to; the log is bounded (finished streams are forgotten first); a broken
+the stream they belong to; the log is bounded (finished streams are forgotten first, and after a
+minute in any case); a broken
 connection never cancels the request (2025-11-25: disconnection is not cancellation); no protocol
 logic and no socket code beyond the Exchange it writes to.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
 
 RETRY_MS = 500  # how soon a disconnected client should come back
 MAX_STREAMS = 64  # per session
-MAX_BYTES = 4 * 1024 * 1024  # per session, over all kept events
+MAX_BYTES = 1024 * 1024  # per session, over all kept events
+KEEP_FINISHED_S = 60.0  # how long a finished stream can still be fetched again
 
 
 class Stream:
@@ -34,6 +37,7 @@ class Stream:
         self.frames: list[bytes] = []  # frames[n - 1] is event n (0 is the priming event)
         self.dropped = 0  # events forgotten from the front to stay within the log's bounds
         self.done = False
+        self.finished_at = 0.0
         self.sink: Exchange | None = None
         self.cond = threading.Condition()
 
@@ -48,6 +52,7 @@ class Stream:
             self.frames.append(framed)
             if last:
                 self.done = True
+                self.finished_at = time.monotonic()
             sink = self.sink
             if sink is not None:
                 sink.write_raw(framed)
@@ -92,9 +97,12 @@ class Stream:
 class EventLog:
     """The resumable streams of one session."""
 
-    def __init__(self, max_streams: int = MAX_STREAMS, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(
+        self, max_streams: int = MAX_STREAMS, max_bytes: int = MAX_BYTES, keep_finished_s: float = KEEP_FINISHED_S
+    ) -> None:
         self.max_streams = max_streams
         self.max_bytes = max_bytes
+        self.keep_finished_s = keep_finished_s
         self._streams: OrderedDict[str, Stream] = OrderedDict()
         self._ids = itertools.count(1)
         self._bytes = 0
@@ -103,6 +111,7 @@ class EventLog:
     def open(self) -> Stream:
         stream = Stream(self, str(next(self._ids)))
         with self._lock:
+            self._expire()
             self._streams[stream.id] = stream
             while len(self._streams) > self.max_streams:
                 self._evict()
@@ -114,6 +123,7 @@ class EventLog:
         if not number.isdigit():
             return None
         with self._lock:
+            self._expire()
             stream = self._streams.get(stream_id)
         return (stream, int(number)) if stream is not None else None
 
@@ -122,6 +132,13 @@ class EventLog:
             self._bytes += size
             while self._bytes > self.max_bytes and self._streams:
                 self._evict()
+
+    def _expire(self) -> None:
+        """Forget streams that finished more than keep_finished_s ago (lock held)."""
+        cutoff = time.monotonic() - self.keep_finished_s
+        for stream in [s for s in self._streams.values() if s.done and s.finished_at < cutoff]:
+            del self._streams[stream.id]
+            self._bytes -= sum(len(frame) for frame in stream.frames)
 
     def _evict(self) -> None:
         """Forget a finished stream (the oldest), else the oldest event of the oldest stream."""

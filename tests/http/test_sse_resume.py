@@ -217,3 +217,12 @@ def test_official_client_reconnects_after_the_server_closes_the_stream(serve: An
 
     assert asyncio.run(asyncio.wait_for(scenario(), 30)) == "polled"
     assert finished == ["closed=True cancelled=False"]
+
+
+def test_finished_streams_are_forgotten_after_a_while() -> None:
+    log = EventLog(keep_finished_s=0.05)
+    stream = log.open()
+    stream.emit(b"data: x\n\n", last=True)
+    assert log.find(f"{stream.id}-0") is not None
+    time.sleep(0.1)
+    assert log.find(f"{stream.id}-0") is None
