@@ -393,6 +393,9 @@ def malformed(rng: random.Random, port: int) -> bytes:
     ])
 
 
+HOSTILE_EVENT_IDS = ["", "x", "-", "1-", "-1", "999999-0", "1-" + "9" * 400, "\u0661-\u0660", "a-b-c", " 7-x ", "1-0\x7f"]
+
+
 def build_cases(rng: random.Random, port: int, sessions: list[str], n: int) -> Case:
     slot = None if n % 10 == 9 else n % 4
     kind = n % 8
@@ -414,7 +417,10 @@ def build_cases(rng: random.Random, port: int, sessions: list[str], n: int) -> C
     verb = rng.choices(["POST", "GET", "DELETE", "PUT", "HEAD", "OPTIONS"], [90, 3, 3, 1, 2, 1])[0]
     path = rng.choices(["/mcp", "/mcp?x=1", "/other", "/", "//mcp", "*"], [92, 3, 2, 1, 1, 1])[0]
     if verb == "GET" and any(name == "Mcp-Session-Id" and value in sessions for name, value in headers):
-        verb = "DELETE"  # a GET with a live session opens a stream that stays open: not a fuzz target
+        if rng.random() < 0.5:  # a resumption attempt at no live stream: answered (404) and closed
+            headers.append(("Last-Event-ID", rng.choice(HOSTILE_EVENT_IDS)))
+        else:
+            verb = "DELETE"  # a GET with a live session opens a stream that stays open: not a fuzz target
     length = None
     if rng.random() < 0.01:
         length = MAX_BODY + rng.randrange(1, 10**9)  # over the limit: the server must not read it
