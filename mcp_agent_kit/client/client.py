@@ -22,6 +22,7 @@ from mcp_agent_kit.client.channel import Channel, PeerError, drive
 from mcp_agent_kit.client.headers import header_params
 from mcp_agent_kit.client.inputs import Callback, ClientError, InputAnswerer
 from mcp_agent_kit.client.probe import Era, Failure, Probe, Verdict
+from mcp_agent_kit.client.watch import LIST_CHANGED
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -89,6 +90,7 @@ class Client:
         # Requests in flight that brought their own answerer (call_tool(inputs=...)): a legacy
         # server's question during such a request goes to that answerer.
         self._call_inputs: dict[Any, InputAnswerer] = {}
+        self.on_list_changed: Callable[[str], None] | None = None  # set by client.watch.ListWatcher
         channel.on_notification = self._on_notification
         channel.on_request = self._serve_request
 
@@ -344,6 +346,8 @@ class Client:
                 )
         elif message.get("method") == "notifications/message" and self.on_log is not None:
             self.on_log(params)
+        elif message.get("method") in LIST_CHANGED and self.on_list_changed is not None:
+            self.on_list_changed(LIST_CHANGED[str(message["method"])])
 
     # ---- the API -----------------------------------------------------------------------------------------
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:

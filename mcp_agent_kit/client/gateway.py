@@ -22,6 +22,7 @@ from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
 from mcp_agent_kit.client.inputs import ClientError, InputAnswerer
 from mcp_agent_kit.client.merge import merge_names, merge_uris
+from mcp_agent_kit.client.watch import ListWatcher
 from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
 from mcp_agent_kit.core.context import Context, InputRequired
@@ -127,6 +128,7 @@ class _Relay:
 
 
 _RELAYED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+_Add = Callable[["Backend", dict[str, Any], str], None]
 
 
 def _no_caller(params: dict[str, Any]) -> dict[str, Any]:
@@ -153,21 +155,40 @@ class Backend:
         self.prompts: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
         self.templates: list[dict[str, Any]] = []
+        self.watcher: ListWatcher | None = None
+        self.on_reconnect: Callable[[Backend], None] | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
         try:
-            verdict = self.client.connect()
-            caps = verdict.capabilities
-            self.tools = self.client.list_tools() if "tools" in caps else []
-            self.prompts = self.client.list_prompts() if "prompts" in caps else []
-            if "resources" in caps:
-                self.resources = self.client.list_resources()
-                self.templates = self.client.list_resource_templates()
+            self.client.connect()
+            for kind in ("tools", "prompts", "resources"):
+                self.refresh(kind)
         except _FAILURES as exc:
             self.error = str(exc)
             self.broken = True
             log.warning("backend %r is unavailable: %s", self.alias, exc)
+
+    def refresh(self, kind: str) -> None:
+        """List one kind again (raises the client's errors)."""
+        caps = self.client.verdict.capabilities if self.client.verdict else {}
+        if kind == "tools":
+            self.tools = self.client.list_tools() if "tools" in caps else []
+        elif kind == "prompts":
+            self.prompts = self.client.list_prompts() if "prompts" in caps else []
+        elif "resources" in caps:
+            self.resources = self.client.list_resources()
+            self.templates = self.client.list_resource_templates()
+
+    def watch(self, changed: Callable[[Backend, str], None]) -> None:
+        """Report this backend's list changes (again after a reconnect)."""
+        if self.broken:
+            return
+        self.watcher = ListWatcher(self.client, lambda kind: changed(self, kind))
+        try:
+            self.watcher.start()
+        except _FAILURES as exc:
+            log.info("cannot follow %r's list changes: %s", self.alias, exc)
 
     def use(self) -> Client:
         """The client, reconnected first if the last use found the backend dead."""
@@ -177,6 +198,8 @@ class Backend:
                 self.client.verdict = None
                 self.client.connect()
                 self.broken = False
+                if self.on_reconnect is not None:
+                    self.on_reconnect(self)
             return self.client
 
     def failed(self, exc: Exception) -> ToolResult:
@@ -199,31 +222,95 @@ class Gateway:
         self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
         self.separator = separator
         self.server = Server(name)
-        self.conflicts: list[str] = []
+        self._conflicts: dict[str, list[str]] = {}
+        # What is registered now, per kind: public name or URI -> fingerprint of its source.
+        self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}}
+        self._sync_lock = threading.Lock()
+        self._dirty: set[tuple[str, str]] = set()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
 
-    def start(self) -> None:
+    @property
+    def conflicts(self) -> list[str]:
+        return [conflict for kind in sorted(self._conflicts) for conflict in self._conflicts[kind]]
+
+    def start(self, *, follow: bool = True) -> None:
+        """Probe every backend, register the merged namespace; with follow, keep it current when
+        a backend says one of its lists changed (our own clients then hear of it in turn)."""
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
-        self._register_tools()
-        self._register_prompts()
-        self._register_resources()
+        for kind in ("tools", "prompts", "resources"):
+            self._sync(kind)
         for conflict in self.conflicts:
             log.warning("%s", conflict)
+        if follow:
+            threading.Thread(target=self._follow, name="mcp-gateway-sync", daemon=True).start()
+            for backend in self.backends.values():
+                backend.on_reconnect = self._reconnected
+                backend.watch(self._changed)
 
     def close(self) -> None:
+        self._closed.set()
+        self._wake.set()
         for backend in self.backends.values():
+            if backend.watcher is not None:
+                backend.watcher.stop()
             backend.client.close()
 
+    # ---- following backends' list changes ---------------------------------------------------------
+    def _changed(self, backend: Backend, kind: str) -> None:
+        """A backend's list changed (on its transport's thread: just note it)."""
+        with self._sync_lock:
+            self._dirty.add((backend.alias, kind))
+        self._wake.set()
+
+    def _reconnected(self, backend: Backend) -> None:
+        backend.watch(self._changed)
+        for kind in ("tools", "prompts", "resources"):
+            self._changed(backend, kind)
+
+    def _follow(self) -> None:
+        while not self._closed.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            with self._sync_lock:
+                dirty, self._dirty = self._dirty, set()
+            for alias, kind in sorted(dirty):
+                try:
+                    self.backends[alias].refresh(kind)
+                except _FAILURES as exc:
+                    log.warning("could not list %s of backend %r again: %s", kind, alias, exc)
+            for kind in sorted({kind for _, kind in dirty}):
+                self._sync(kind)
+
+    def _sync(self, kind: str) -> None:
+        """Make the registered `kind` match the backends' current lists: add, replace, remove."""
+        desired, add, remove = {
+            "tools": self._desired_tools, "prompts": self._desired_prompts, "resources": self._desired_resources,
+        }[kind]()
+        with self._sync_lock:
+            installed = self._installed[kind]
+            for key in [key for key in installed if key not in desired]:
+                remove(key)
+                del installed[key]
+            for key, (backend, entry) in desired.items():
+                mark = backend.alias + "\0" + json.dumps(entry, sort_keys=True, default=str)
+                if installed.get(key) != mark:
+                    add(backend, entry, key)
+                    installed[key] = mark
+
     # ---- tools -------------------------------------------------------------------------------------
-    def _register_tools(self) -> None:
+    def _desired_tools(self) -> tuple[dict[str, tuple[Backend, dict[str, Any]]], _Add, Callable[[str], None]]:
         offers = {alias: [t["name"] for t in b.tools] for alias, b in self.backends.items()}
         merged = merge_names(offers, self.separator)
-        self.conflicts += merged.conflicts
+        self._conflicts["tools"] = merged.conflicts
+        desired = {}
         for alias, backend in self.backends.items():
             for tool in backend.tools:
                 public = merged.merged_name(alias, tool["name"])
                 if public is not None:
-                    self._add_tool(backend, tool, public)
+                    desired[public] = (backend, tool)
+        return desired, self._add_tool, self.server.remove_tool
 
     def _add_tool(self, backend: Backend, tool: dict[str, Any], public: str) -> None:
         original = tool["name"]
@@ -257,18 +344,20 @@ class Gateway:
         )
 
     # ---- prompts ------------------------------------------------------------------------------------
-    def _register_prompts(self) -> None:
+    def _desired_prompts(self) -> tuple[dict[str, tuple[Backend, dict[str, Any]]], _Add, Callable[[str], None]]:
         offers = {
             alias: [p["name"] for p in b.prompts if isinstance(p.get("name"), str)]
             for alias, b in self.backends.items()
         }
         merged = merge_names(offers, self.separator)
-        self.conflicts += merged.conflicts
+        self._conflicts["prompts"] = merged.conflicts
+        desired = {}
         for alias, backend in self.backends.items():
             for prompt in backend.prompts:
                 public = merged.merged_name(alias, str(prompt.get("name")))
                 if public is not None:
-                    self._add_prompt(backend, prompt, public)
+                    desired[public] = (backend, prompt)
+        return desired, self._add_prompt, self.server.remove_prompt
 
     def _add_prompt(self, backend: Backend, prompt: dict[str, Any], public: str) -> None:
         original = prompt["name"]
@@ -290,7 +379,7 @@ class Gateway:
         )
 
     # ---- resources ----------------------------------------------------------------------------------
-    def _register_resources(self) -> None:
+    def _desired_resources(self) -> tuple[dict[str, tuple[Backend, dict[str, Any]]], _Add, Callable[[str], None]]:
         statics = {
             alias: [r["uri"] for r in b.resources if isinstance(r.get("uri"), str)]
             for alias, b in self.backends.items()
@@ -301,14 +390,16 @@ class Gateway:
             for alias, b in self.backends.items()
         }
         template_route, template_conflicts = merge_uris(templates)
-        self.conflicts += conflicts + template_conflicts
+        self._conflicts["resources"] = conflicts + template_conflicts
+        desired = {}
         for alias, backend in self.backends.items():
             for entry in backend.resources:
                 if route.get(entry.get("uri", "")) == alias:
-                    self._add_resource(backend, entry, entry["uri"])
+                    desired[entry["uri"]] = (backend, entry)
             for entry in backend.templates:
                 if template_route.get(entry.get("uriTemplate", "")) == alias:
-                    self._add_resource(backend, entry, entry["uriTemplate"])
+                    desired[entry["uriTemplate"]] = (backend, entry)
+        return desired, self._add_resource, self.server.remove_resource
 
     def _add_resource(self, backend: Backend, entry: dict[str, Any], uri: str) -> None:
         def proxy(**variables: str) -> list[dict[str, Any]]:
