@@ -12,6 +12,7 @@ without a JSON-RPC body "http-4xx", a refused connection "unreachable" — and a
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
 import socket
@@ -33,6 +34,7 @@ MAX_BODY = 32 * 1024 * 1024
 MAX_RESUMES = 5  # reconnections in a row that bring no new event before giving up
 MAX_RETRY_MS = 10_000  # the longest `retry` hint we honour
 DEFAULT_RETRY_S = 0.5
+STANDALONE_TIMEOUT = 120.0  # a silent GET stream is reopened after this (servers send keep-alives)
 ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
 
@@ -62,6 +64,7 @@ class HttpChannel:
         self.session_id: str | None = None
         self.sse: SseStream | None = None  # the 2024-11-05 HTTP+SSE transport, once in use
         self._opening: SseStream | None = None
+        self._standalone: http.client.HTTPConnection | None = None  # the legacy session's GET stream
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -93,8 +96,56 @@ class HttpChannel:
         stream.use(url)
         self.sse = stream
 
+    # ---- the standalone GET stream of a legacy session ----------------------------------------------
+    def listen_standalone(self) -> bool:
+        """Keep the session's GET stream open on a background thread, for server notifications
+        and requests that belong to no request of ours (list changes, resource updates). It is
+        opened again while the session lasts. False when there is no legacy session."""
+        if self.session_id is None or self.sse is not None:
+            return False
+        with self._lock:
+            if self._standalone is None:
+                self._standalone = self._connect(STANDALONE_TIMEOUT)
+                threading.Thread(target=self._standalone_loop, args=(self.session_id,), daemon=True).start()
+        return True
+
+    def _standalone_loop(self, session: str) -> None:
+        pause = 1.0
+        while self.session_id == session:
+            conn = self._standalone
+            if conn is None:
+                return
+            try:
+                headers = {**self.extra, "Accept": "text/event-stream", "Mcp-Session-Id": session}
+                if self.legacy_version and self.legacy_version >= _HEADERED_SINCE:
+                    headers["MCP-Protocol-Version"] = self.legacy_version
+                conn.request("GET", self.path, headers=headers)
+                response = conn.getresponse()
+                kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+                if response.status in (404, 405) or kind != "text/event-stream":
+                    response.read(4096)
+                    if response.status in (404, 405):
+                        return  # no such stream offered, or the session is gone
+                else:
+                    for _, data in iter_sse(response):
+                        self._dispatch(data, None)
+                    pause = 1.0
+            except (OSError, http.client.HTTPException, ValueError, AttributeError) as exc:
+                # AttributeError: http.client reading a response whose connection close() just took away
+                log.debug("the GET stream of %s broke: %s", self.url, exc)
+            finally:
+                conn.close()
+            time.sleep(pause)
+            pause = min(pause * 2, 30.0)
+
     def close(self) -> None:
         self._drop_streams()
+        with self._lock:
+            standalone, self._standalone = self._standalone, None
+        if standalone is not None:  # end the GET stream's blocked read (close() alone does not wake it)
+            with contextlib.suppress(OSError, AttributeError):
+                standalone.sock.shutdown(socket.SHUT_RDWR)
+            standalone.close()
         session, self.session_id = self.session_id, None
         if session is None:
             return
@@ -251,19 +302,26 @@ class HttpChannel:
         self, message: dict[str, Any], response: http.client.HTTPResponse, status: int, seen: dict[str, str]
     ) -> Event | None:
         for _, data in iter_sse(response, seen=seen):
-            if not data.strip():
+            incoming = self._dispatch(data, message["id"])  # on this request's own stream: it belongs to it
+            if incoming is None:
                 continue
-            incoming = jsonrpc.decode(data)
             if incoming.kind == "response" and incoming.message.get("id") == message["id"]:
                 return Reply(incoming.message, status)
-            if incoming.kind == "notification" and self.on_notification is not None:
-                self.on_notification(incoming.message)
-            elif incoming.kind == "request":  # on this request's own stream: it belongs to this request
-                threading.Thread(target=self._answer, args=(incoming.message, message["id"]), daemon=True).start()
-            elif incoming.kind == "invalid" and self.strict:
+            if incoming.kind == "invalid" and self.strict:
                 return Failure("garbage", f"non-JSON-RPC data on the SSE stream: {data[:120]!r}")
         response.close()
         return None
+
+    def _dispatch(self, data: str, related: Any) -> jsonrpc.Incoming | None:
+        """Hand one SSE event's notification or server request on; the parsed event (None if empty)."""
+        if not data.strip():
+            return None
+        incoming = jsonrpc.decode(data)
+        if incoming.kind == "notification" and self.on_notification is not None:
+            self.on_notification(incoming.message)
+        elif incoming.kind == "request":
+            threading.Thread(target=self._answer, args=(incoming.message, related), daemon=True).start()
+        return incoming
 
     def _answer(self, request: dict[str, Any], related: Any = None) -> None:
         reply = reply_to_request(self.on_request, request, related)

@@ -1,8 +1,8 @@
 """watch: follow a server's list changes (tools, prompts, resources) in both eras.
 
 A handshake-era server announces a change with `notifications/<kind>/list_changed` on its own
-(over stdio; over Streamable HTTP such notifications ride the GET stream, which this client
-does not open). A 2026-07-28 server sends them only on a `subscriptions/listen` request, which
+(over stdio on its stdout; over Streamable HTTP on the session's GET stream, which the watcher
+has the channel open). A 2026-07-28 server sends them only on a `subscriptions/listen` request, which
 a ListWatcher keeps open on a background thread and opens again whenever it ends. Rules: the
 callback gets "tools", "prompts" or "resources" on a transport thread, so it must return
 quickly (hand real work to another thread); a modern server is asked only for the kinds whose
@@ -53,6 +53,9 @@ class ListWatcher:
         if verdict.era != "modern":  # whatever it announces, even without declaring listChanged
             self.kinds = list(_LISTEN_FLAGS)
             self.client.on_list_changed = self._notify
+            listen = getattr(self.client.channel, "listen_standalone", None)
+            if callable(listen):  # Streamable HTTP: announcements ride the session's GET stream
+                listen()
             return True
         self.kinds = [kind for kind in _LISTEN_FLAGS if _announces(verdict.capabilities.get(kind))]
         if not self.kinds:

@@ -161,3 +161,58 @@ def test_the_official_client_hears_of_a_backends_new_tool_through_the_gateway(tm
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
     assert asyncio.run(asyncio.wait_for(scenario(), 60)) == ["extra", "grow", "shrink"]
+
+
+LEGACY_HTTP_BACKEND = textwrap.dedent(
+    """
+    import sys
+    import uvicorn
+    from mcp.server.fastmcp import Context, FastMCP
+
+    app = FastMCP("legacy-http-growing")
+
+    @app.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        app.add_tool(lambda: f"I am {name}", name=name, description=f"added at runtime: {name}")
+        await ctx.session.send_tool_list_changed()  # no related request: it rides the GET stream
+        return "grown"
+
+    uvicorn.run(app.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    """
+)
+
+
+def test_a_legacy_http_backend_is_followed_through_its_get_stream(tmp_path: Path, legacy_python: str) -> None:
+    import socket
+    import subprocess
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "legacy_http.py"
+    script.write_text(LEGACY_HTTP_BACKEND)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    proc = subprocess.Popen([legacy_python, str(script), str(port)], **quiet)  # type: ignore[call-overload]
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the legacy HTTP backend did not start"
+                time.sleep(0.1)
+        config = {"mcpServers": {"grow": {"url": f"http://127.0.0.1:{port}/mcp", "allowLegacy": True}}}
+        gateway = Gateway(parse_config(config), timeout=10.0)
+        gateway.start()
+        try:
+            assert gateway.backends["grow"].client.era == "legacy"
+            time.sleep(0.3)  # the GET stream is open before the change happens
+            assert call(gateway, "grow", {"name": "late"})["content"][0]["text"] == "grown"
+            eventually(lambda: gateway.server.get_tool("late") is not None)
+            assert call(gateway, "late", {})["content"][0]["text"] == "I am late"
+        finally:
+            gateway.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
