@@ -57,6 +57,7 @@ class Connection:
         self.initialized = False
         self.subscriptions: set[str] = set()
         self.inflight: dict[Any, threading.Event] = {}
+        self.legacy_tasks: Any = None  # core.legacy_tasks, for a 2025-11-25 connection that made tasks
 
     def cancel(self, request_id: Any) -> None:
         event = self.inflight.get(request_id)

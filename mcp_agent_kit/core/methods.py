@@ -368,6 +368,10 @@ def server_discover(call: Call) -> dict[str, Any]:
     return result
 
 
+# Extensions may add to the capabilities `initialize` declares: extend(call, capabilities).
+LEGACY_CAPABILITIES: list[Callable[[Call, dict[str, Any]], None]] = []
+
+
 def initialize(call: Call) -> dict[str, Any]:
     conn = call.conn
     conn.version = mcp.negotiate_legacy(call.params.get("protocolVersion"))
@@ -376,9 +380,12 @@ def initialize(call: Call) -> dict[str, Any]:
     info = call.params.get("clientInfo")
     conn.client_info = info if isinstance(info, dict) else None
     registry = call.registry
+    capabilities_offered = call.dispatcher.capabilities(LEGACY)
+    for extend in LEGACY_CAPABILITIES:
+        extend(call, capabilities_offered)
     result: dict[str, Any] = {
         "protocolVersion": conn.version,
-        "capabilities": call.dispatcher.capabilities(LEGACY),
+        "capabilities": capabilities_offered,
         "serverInfo": registry.server_info(),
     }
     if registry.instructions:

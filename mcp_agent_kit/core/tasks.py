@@ -109,6 +109,27 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def transition(task: Any, status: str, fields: dict[str, Any]) -> bool:
+    """Move a task (its store's lock held) along TRANSITIONS, setting fields; False if not allowed."""
+    if status != task.status and status not in TRANSITIONS[task.status]:
+        return False
+    task.status = status
+    for name, value in fields.items():
+        setattr(task, name, value)
+    task.updated = _now()
+    return True
+
+
+def drop_expired(table: dict[str, Any]) -> bool:
+    """Forget the tasks (store lock held) whose ttl_ms has passed, asking their work to stop."""
+    now = time.monotonic()
+    expired = [t for t in table.values() if t.ttl_ms is not None and now - t.born > t.ttl_ms / 1000]
+    for task in expired:
+        del table[task.id]
+        task.cancel.set()
+    return bool(expired)
+
+
 # ---- the task record and its store -----------------------------------------------------------------
 class Task:
     """One task's state. Mutated only under its store's lock."""
@@ -176,24 +197,15 @@ class Store:
         return task
 
     def sweep(self) -> None:
-        now = time.monotonic()
         with self.lock:
-            expired = [t for t in self._tasks.values() if t.ttl_ms is not None and now - t.born > t.ttl_ms / 1000]
-            for task in expired:
-                del self._tasks[task.id]
-                task.cancel.set()
-            if expired:
+            if drop_expired(self._tasks):
                 self.lock.notify_all()
 
     def move(self, task: Task, status: str, **fields: Any) -> bool:
         """Apply one transition from the table; False (and no change) when it is not allowed."""
         with self.lock:
-            if status != task.status and status not in TRANSITIONS[task.status]:
+            if not transition(task, status, fields):
                 return False
-            task.status = status
-            for name, value in fields.items():
-                setattr(task, name, value)
-            task.updated = _now()
             self.lock.notify_all()
             snapshot = task.wire(self.poll_ms)
         self._push(task, snapshot)
@@ -444,4 +456,7 @@ def install(dispatcher: Dispatcher, **options: Any) -> Store:
             methods.TOOL_RUNNERS.append(run_tool)
         for name, fn in (("tasks/get", tasks_get), ("tasks/update", tasks_update), ("tasks/cancel", tasks_cancel)):
             methods.METHODS.setdefault(name, methods.Method(fn, frozenset({MODERN}), None, REQUIRED))
+    from mcp_agent_kit.core import legacy_tasks  # 2025-11-25's experimental tasks, for handshake-era clients
+
+    legacy_tasks.install(dispatcher)
     return store

@@ -430,6 +430,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             extra_headers={SESSION_HEADER: session.id},
             requester=requester,
             stream=session.events.open() if resumable else None,
+            afterwards=session.push,  # a task's later notifications ride the GET stream
         )
         if resumable:
             exchange.start_stream()

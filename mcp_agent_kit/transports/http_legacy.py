@@ -142,7 +142,7 @@ class Sessions:
             session.pending[id_] = future
         try:
             message = jsonrpc.request(id_, method, params)
-            if via.can_stream and not via.broken:
+            if via.can_stream and not via.broken and not via.sent:
                 via.notify(message)
             elif not session.push(message):
                 raise RpcError(INTERNAL_ERROR, "no stream is open to send a request to the client")

@@ -36,6 +36,7 @@ class Exchange:
         extra_headers: dict[str, str] | None = None,
         requester: Requester | None = None,
         stream: Stream | None = None,
+        afterwards: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self.handler = handler
         self.can_stream = can_stream
@@ -47,11 +48,14 @@ class Exchange:
         self._lock = threading.RLock()  # re-entered when this exchange is its own stream's sink
         self._requester = requester
         self._stream = stream
+        self._afterwards = afterwards  # where notifications go once this reply is over (a legacy task's)
 
     # ---- Outbox ------------------------------------------------------------------------------
     def notify(self, message: dict[str, Any]) -> None:
         with self._lock:
             if self.sent:
+                if self._afterwards is not None:
+                    self._afterwards(message)
                 return
             if self._stream is not None and self.streaming:  # kept for a resuming client, even when gone
                 self._event(message)
