@@ -47,7 +47,10 @@ class StdioPeer:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.raw: list[bytes] = []
         self.stderr = b""
-        self._pumps = [threading.Thread(target=self._pump, daemon=True), threading.Thread(target=self._pump_err, daemon=True)]
+        self._pumps = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._pump_err, daemon=True),
+        ]
         for pump in self._pumps:
             pump.start()
 

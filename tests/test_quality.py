@@ -1,4 +1,5 @@
-"""Static quality gates on the library: ruff and mypy --strict must be clean."""
+"""Static quality gates: ruff clean on the library, its tests, examples and benches; mypy --strict
+clean on the library."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def tool(name: str) -> str:
 
 
 def test_ruff_clean() -> None:
-    result = subprocess.run([tool("ruff"), "check", "mcp_agent_kit"], cwd=ROOT, capture_output=True, text=True)
+    targets = ["mcp_agent_kit", "tests", "examples", "bench"]
+    result = subprocess.run([tool("ruff"), "check", *targets], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -61,9 +61,13 @@ def test_request_state_is_bound_to_the_request() -> None:
     first = server.handle(modern(1, "tools/call", caps, name="confirm", arguments={}))["result"]  # type: ignore[index]
     state = first["requestState"]
     answer = {"elicitation_1": {"action": "accept", "content": {"ok": True}}}
-    again = server.handle(modern(2, "tools/call", caps, name="confirm", arguments={}, inputResponses=answer, requestState=state))
+    again = server.handle(
+        modern(2, "tools/call", caps, name="confirm", arguments={}, inputResponses=answer, requestState=state)
+    )
     assert again["result"]["content"][0]["text"] == "True"  # type: ignore[index]
-    other_tool = server.handle(modern(3, "tools/call", caps, name="hello", arguments={"name": "x"}, inputResponses=answer, requestState=state))
+    other_tool = server.handle(
+        modern(3, "tools/call", caps, name="hello", arguments={"name": "x"}, inputResponses=answer, requestState=state)
+    )
     assert other_tool["error"]["code"] == -32602  # type: ignore[index]
     missing = server.handle(modern(4, "tools/call", caps, name="confirm", arguments={}, requestState=state))
     assert missing["result"]["resultType"] == "input_required"  # type: ignore[index]
@@ -72,8 +76,12 @@ def test_request_state_is_bound_to_the_request() -> None:
 def test_state_tokens_expire_and_resist_tampering() -> None:
     token = seal(b"k", {"m": "x"}, ttl_s=10, now=1000)
     assert unseal(b"k", token, {"m": "x"}, now=1005)["m"] == "x"
-    for bad in [lambda: unseal(b"k", token, {"m": "x"}, now=1011), lambda: unseal(b"other", token, {"m": "x"}, now=1005),
-                lambda: unseal(b"k", token, {"m": "y"}, now=1005), lambda: unseal(b"k", token + "x", {}, now=1005)]:
+    for bad in [
+        lambda: unseal(b"k", token, {"m": "x"}, now=1011),
+        lambda: unseal(b"other", token, {"m": "x"}, now=1005),
+        lambda: unseal(b"k", token, {"m": "y"}, now=1005),
+        lambda: unseal(b"k", token + "x", {}, now=1005),
+    ]:
         try:
             bad()
         except StateError:

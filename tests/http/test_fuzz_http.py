@@ -393,7 +393,9 @@ def malformed(rng: random.Random, port: int) -> bytes:
     ])
 
 
-HOSTILE_EVENT_IDS = ["", "x", "-", "1-", "-1", "999999-0", "1-" + "9" * 400, "\u0661-\u0660", "a-b-c", " 7-x ", "1-0\x7f"]
+HOSTILE_EVENT_IDS = [
+    "", "x", "-", "1-", "-1", "999999-0", "1-" + "9" * 400, "\u0661-\u0660", "a-b-c", " 7-x ", "1-0\x7f",
+]
 
 
 def build_cases(rng: random.Random, port: int, sessions: list[str], n: int) -> Case:
@@ -426,8 +428,13 @@ def build_cases(rng: random.Random, port: int, sessions: list[str], n: int) -> C
         length = MAX_BODY + rng.randrange(1, 10**9)  # over the limit: the server must not read it
         body = b""
     raw = http_request(verb, path, headers, body if verb not in ("GET", "HEAD") else None, length=length)
-    return Case(raw, slot, head=verb == "HEAD", value=value,
-                jsonrpc=verb == "POST" and path.split("?")[0] == "/mcp" and length is None)
+    return Case(
+        raw,
+        slot,
+        head=verb == "HEAD",
+        value=value,
+        jsonrpc=verb == "POST" and path.split("?")[0] == "/mcp" and length is None,
+    )
 
 
 ALLOWED = frozenset({200, 202, 400, 403, 404, 405, 406, 409, 411, 413, 414, 415, 431})
@@ -524,14 +531,29 @@ def test_fuzz_http_never_fails_never_hangs_and_answers_each_id() -> None:
                 break
         assert not failures, "\n".join(failures)
         # still serving: a valid modern call succeeds
-        body = json.dumps({"jsonrpc": "2.0", "id": "last", "method": "tools/call",
-                           "params": {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": META}}).encode()
-        headers = [("Host", "127.0.0.1"), ("Content-Type", "application/json"), ("Accept", "application/json"),
-                   ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", "add")]
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "last",
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": META},
+            }
+        ).encode()
+        headers = [
+            ("Host", "127.0.0.1"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "add"),
+        ]
         final = pool.exchange(http_request("POST", "/mcp", headers, body), None)
         assert final.status == 200, final
-        assert json.loads(final.body) == {"jsonrpc": "2.0", "id": "last", "result": {
-            **json.loads(final.body)["result"], "content": [{"type": "text", "text": "5"}]}}
+        assert json.loads(final.body) == {
+            "jsonrpc": "2.0",
+            "id": "last",
+            "result": {**json.loads(final.body)["result"], "content": [{"type": "text", "text": "5"}]},
+        }
     finally:
         pool.close()
         # no worker is left behind once the clients are gone
@@ -552,18 +574,26 @@ def raw_exchange(port: int, raw: bytes, head: bool = False) -> tuple[Response | 
     return conn.read_response(head), conn
 
 
-LIST = http_request("POST", "/mcp", [("Host", "127.0.0.1"), ("Content-Type", "application/json"),
-                                    ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/list")],
-                    json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list",
-                                "params": {"_meta": META}}).encode())
+LIST = http_request(
+    "POST",
+    "/mcp",
+    [
+        ("Host", "127.0.0.1"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/list"),
+    ],
+    json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": META}}).encode(),
+)
 
 
 def test_unknown_method_is_answered_405_at_once_and_head_has_no_body() -> None:
     running = start(make_server().dispatcher)
     try:
         for verb in ("PUT", "OPTIONS", "HEAD", "PATCH"):
-            response, conn = raw_exchange(running.port, f"{verb} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode(),
-                                          head=verb == "HEAD")
+            response, conn = raw_exchange(
+                running.port, f"{verb} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode(), head=verb == "HEAD"
+            )
             assert response is not None and response.status == 405, verb
             assert conn.buf == b"", f"{verb}: bytes after the reply"
             conn.sock.sendall(LIST)  # the connection is still in step: the next reply is the next request's

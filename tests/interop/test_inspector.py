@@ -39,8 +39,12 @@ def http_url() -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, EXAMPLE, "--http", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.Popen(
+        [sys.executable, EXAMPLE, "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -57,8 +61,12 @@ def http_url() -> Iterator[str]:
 def config(tmp_path_factory: pytest.TempPathFactory, http_url: str) -> Path:
     servers: dict[str, Any] = {}
     for era in ("modern", "legacy", "auto"):
-        servers[f"stdio-{era}"] = {"command": sys.executable, "args": [EXAMPLE], "protocolEra": era,
-                                   "env": {"PYTHONPATH": str(ROOT)}}
+        servers[f"stdio-{era}"] = {
+            "command": sys.executable,
+            "args": [EXAMPLE],
+            "protocolEra": era,
+            "env": {"PYTHONPATH": str(ROOT)},
+        }
         servers[f"http-{era}"] = {"type": "http", "url": http_url, "protocolEra": era}
     path = tmp_path_factory.mktemp("inspector") / "config.json"
     path.write_text(json.dumps({"mcpServers": servers}))
@@ -68,8 +76,18 @@ def config(tmp_path_factory: pytest.TempPathFactory, http_url: str) -> Path:
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("era", ["modern", "legacy", "auto"])
 def test_inspector_calls_the_tool(config: Path, transport: str, era: str) -> None:
-    reply = inspector(config, f"{transport}-{era}", "--method", "tools/call", "--tool-name", "calculate_metrics",
-                      "--tool-arg", "values=[1,2,3]", "--tool-arg", "metric_type=sum")
+    reply = inspector(
+        config,
+        f"{transport}-{era}",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "calculate_metrics",
+        "--tool-arg",
+        "values=[1,2,3]",
+        "--tool-arg",
+        "metric_type=sum",
+    )
     result = reply["result"]
     assert result["structuredContent"] == {"metric": "sum", "value": 6, "count": 3}
     modern = era != "legacy"  # auto probes server/discover first, and we answer it
@@ -80,6 +98,14 @@ def test_inspector_calls_the_tool(config: Path, transport: str, era: str) -> Non
 def test_inspector_reads_the_resource_and_gets_the_prompt(config: Path) -> None:
     read = inspector(config, "stdio-modern", "--method", "resources/read", "--uri", "metrics://catalog")["result"]
     assert json.loads(read["contents"][0]["text"])["metrics"] == ["max", "mean", "min", "sum"]
-    prompt = inspector(config, "stdio-legacy", "--method", "prompts/get", "--prompt-name", "summarize_numbers",
-                       "--prompt-args", "numbers=4,5")["result"]
+    prompt = inspector(
+        config,
+        "stdio-legacy",
+        "--method",
+        "prompts/get",
+        "--prompt-name",
+        "summarize_numbers",
+        "--prompt-args",
+        "numbers=4,5",
+    )["result"]
     assert "4,5" in prompt["messages"][0]["content"]["text"]

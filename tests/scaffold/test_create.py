@@ -24,14 +24,18 @@ def tree_digest(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(("raw", "dist", "package"), [("my-agent", "my-agent", "my_agent"), ("my_agent", "my-agent", "my_agent"),
-                                                      ("Weather2", "weather2", "weather2")])
+@pytest.mark.parametrize(
+    ("raw", "dist", "package"),
+    [("my-agent", "my-agent", "my_agent"), ("my_agent", "my-agent", "my_agent"), ("Weather2", "weather2", "weather2")],
+)
 def test_names(raw: str, dist: str, package: str) -> None:
     names = derive(raw)
     assert (names.dist, names.package) == (dist, package)
 
 
-@pytest.mark.parametrize("raw", ["", "../evil", "a b", "json", "tools", "a2a", "1abc", "café", "x" * 65, "a--b", "-a", "class"])
+@pytest.mark.parametrize(
+    "raw", ["", "../evil", "a b", "json", "tools", "a2a", "1abc", "café", "x" * 65, "a--b", "-a", "class"]
+)
 def test_unsafe_names_are_refused(raw: str) -> None:
     with pytest.raises(NameError_):
         derive(raw)
@@ -86,7 +90,9 @@ def generated(tmp_path: Path) -> Path:
 
 
 def run_validate(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "validate.py", *args], cwd=project, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "validate.py", *args], cwd=project, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_generated_project_validates_and_its_tests_pass(tmp_path: Path) -> None:
@@ -97,8 +103,13 @@ def test_generated_project_validates_and_its_tests_pass(tmp_path: Path) -> None:
     assert len(lines) >= 7 and all(line.startswith("✓ ") for line in lines)
     report = json.loads(run_validate(project, "--json").stdout)
     assert report["ok"] is True and {row["check"] for row in report["checks"]} == {name for name, _ in checks.CHECKS}
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project,
-                           capture_output=True, text=True, timeout=120)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert tests.returncode == 0, tests.stdout
     direct = subprocess.run([sys.executable, "server.py"], cwd=project, input="", capture_output=True, timeout=30)
     assert direct.returncode == 0
@@ -107,7 +118,9 @@ def test_generated_project_validates_and_its_tests_pass(tmp_path: Path) -> None:
 def test_a_tool_breaking_a_design_rule_fails_validation(tmp_path: Path) -> None:
     project = generated(tmp_path)
     tools = project / "demo_agent" / "tools" / "__init__.py"
-    tools.write_text(tools.read_text() + '''
+    tools.write_text(
+        tools.read_text()
+        + '''
 
 def shout(text: str) -> str:
     """Shouts the text."""
@@ -120,7 +133,8 @@ _register = register_all
 def register_all(server: Server) -> None:
     _register(server)
     server.add_tool(shout)
-''')
+'''
+    )
     done = run_validate(project)
     assert done.returncode == 1
     bad = [line for line in done.stdout.splitlines() if line.startswith("✗")]
@@ -140,7 +154,9 @@ def test_install_claude_desktop_keeps_other_entries_and_backs_up(tmp_path: Path)
     config = tmp_path / "claude_desktop_config.json"
     original = {"mcpServers": {"other": {"command": "x", "args": []}}, "theme": "dark"}
     config.write_text(json.dumps(original))
-    code = install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python", "-m", "demo.server"])
+    code = install.main(
+        ["claude-desktop", "--name", "demo", "--config", str(config), "--", "python", "-m", "demo.server"]
+    )
     assert code == 0
     data = json.loads(config.read_text())
     assert data["mcpServers"]["other"] == original["mcpServers"]["other"] and data["theme"] == "dark"

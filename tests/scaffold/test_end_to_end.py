@@ -37,7 +37,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """(venv python, generated project) built from a wheel of this checkout."""
     work = tmp_path_factory.mktemp("e2e")
     src = work / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv*", ".git", "__pycache__", "build", "dist", "*.egg-info"))
+    shutil.copytree(
+        ROOT, src, ignore=shutil.ignore_patterns(".venv*", ".git", "__pycache__", "build", "dist", "*.egg-info")
+    )
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(src)], cwd=work)
     wheel = next((work / "dist").glob("mcp_agent_kit-*.whl"))
     run([sys.executable, "-m", "venv", str(work / "venv")], cwd=work)
@@ -51,7 +53,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
 def test_wheel_ships_templates_and_no_top_level_tools_or_a2a(installed: tuple[Path, Path]) -> None:
     python, project = installed
-    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=project).stdout.strip()
+    site = run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=project
+    ).stdout.strip()
     assert (Path(site) / "mcp_agent_kit" / "templates" / "project" / "validate.py").is_file()
     run([str(python), "-m", "pip", "install", "-q", "--no-deps", "-e", "."], cwd=project)
     top_level = {p.name for p in Path(site).iterdir()}
@@ -99,8 +103,13 @@ def test_a2a_sdk_client_completes_a_task(installed: tuple[Path, Path]) -> None:
     python, project = installed
     port = free_port()
     env = dict(os.environ)
-    server = subprocess.Popen([str(python), "-m", "demo_agent.a2a_server", "--port", str(port)], cwd=project,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    server = subprocess.Popen(
+        [str(python), "-m", "demo_agent.a2a_server", "--port", str(port)],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

@@ -88,12 +88,16 @@ def test_modern_envelope_errors(peer: StdioPeer) -> None:
     old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1900-01-01"
     code, data = error_of(peer.call(old))
     assert code == -32022 and data == {"supported": ["2026-07-28"], "requested": "1900-01-01"}
-    init = legacy(5, "initialize", protocolVersion="2025-11-25", capabilities={}, clientInfo={"name": "x", "version": "1"})
+    init = legacy(
+        5, "initialize", protocolVersion="2025-11-25", capabilities={}, clientInfo={"name": "x", "version": "1"}
+    )
     code, data = error_of(peer.call(init))
     assert code == -32022 and data["supported"] == ["2026-07-28"]
 
 
-@pytest.mark.parametrize("method", ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "nope/x"])
+@pytest.mark.parametrize(
+    "method", ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "nope/x"]
+)
 def test_removed_and_unknown_methods(peer: StdioPeer, method: str) -> None:
     assert error_of(peer.call(modern(1, method, uri="kitchen://menu", level="info")))[0] == -32601
 
@@ -124,9 +128,9 @@ def test_tool_failures_are_results_and_internal_errors_are_errors(peer: StdioPee
     assert not_json["isError"] is True and "not JSON serializable" in not_json["content"][0]["text"]
     assert error_of(peer.call(modern(5, "resources/read", uri="kitchen://broken")))[0] == -32603
     assert error_of(peer.call(modern(6, "tools/call", name="liar", arguments={})))[0] == -32603
-    assert peer.call(modern(4, "tools/call", name="add", arguments={"a": 1, "b": 2.0}))["result"]["structuredContent"] == {
-        "sum": 3
-    }
+    assert peer.call(modern(4, "tools/call", name="add", arguments={"a": 1, "b": 2.0}))["result"][
+        "structuredContent"
+    ] == {"sum": 3}
 
 
 def test_missing_client_capability(peer: StdioPeer) -> None:
@@ -165,13 +169,27 @@ def test_multi_round_input(peer: StdioPeer) -> None:
     r1 = peer.call(modern(1, "tools/call", caps, name="two_rounds", arguments={}))["result"]
     assert list(r1["inputRequests"]) == ["elicitation_1"]
     r2 = peer.call(
-        modern(2, "tools/call", caps, name="two_rounds", arguments={}, requestState=r1["requestState"],
-               inputResponses={"elicitation_1": {"action": "accept", "content": {"v": "a"}}})
+        modern(
+            2,
+            "tools/call",
+            caps,
+            name="two_rounds",
+            arguments={},
+            requestState=r1["requestState"],
+            inputResponses={"elicitation_1": {"action": "accept", "content": {"v": "a"}}},
+        )
     )["result"]
     assert list(r2["inputRequests"]) == ["elicitation_2"]
     r3 = peer.call(
-        modern(3, "tools/call", caps, name="two_rounds", arguments={}, requestState=r2["requestState"],
-               inputResponses={"elicitation_2": {"action": "accept", "content": {"v": "b"}}})
+        modern(
+            3,
+            "tools/call",
+            caps,
+            name="two_rounds",
+            arguments={},
+            requestState=r2["requestState"],
+            inputResponses={"elicitation_2": {"action": "accept", "content": {"v": "b"}}},
+        )
     )["result"]
     assert r3["content"][0]["text"] == "a+b"
 
@@ -191,7 +209,9 @@ def test_progress_and_log_notifications(peer: StdioPeer) -> None:
     assert progress == [1, 2, 3]
     assert all(n["params"]["progressToken"] == "tok" for n in seen if n["method"] == "notifications/progress")
     assert [n["params"]["data"] for n in seen if n["method"] == "notifications/message"] == [
-        {"step": 1}, {"step": 2}, {"step": 3}
+        {"step": 1},
+        {"step": 2},
+        {"step": 3},
     ]
     quiet = peer.call(modern(2, "tools/call", name="with_progress", arguments={"steps": 2}))
     assert quiet["result"]["content"][0]["text"] == "done"

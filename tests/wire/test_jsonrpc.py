@@ -38,7 +38,11 @@ def test_parse_errors_have_no_id(raw: bytes) -> None:
 
 def test_invalid_request_keeps_a_readable_id() -> None:
     reply = jsonrpc.decode(b'{"jsonrpc":"1.0","id":"q","method":"a"}').reply
-    assert reply == {"jsonrpc": "2.0", "id": "q", "error": {"code": -32600, "message": 'Invalid Request: "jsonrpc" must be "2.0"'}}
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": "q",
+        "error": {"code": -32600, "message": 'Invalid Request: "jsonrpc" must be "2.0"'},
+    }
 
 
 def test_encode_is_compact_utf8_and_rejects_nan() -> None:
