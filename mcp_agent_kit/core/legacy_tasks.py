@@ -13,10 +13,8 @@ stream or HTTP session) that created them; statuses move only along core.tasks.T
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +36,8 @@ class LegacyTask:
     """One task's state; changed only under its connection's Tasks lock."""
 
     def __init__(self, ttl: int | None) -> None:
+        import uuid  # lazily: uuid costs ~1.5 ms at server start, and tasks are rare
+
         self.id = str(uuid.uuid4())
         self.status = "working"
         self.message: str | None = None
@@ -276,7 +276,7 @@ def _by_era(modern: Callable[[Call], dict[str, Any]], legacy: Callable[[Call], d
 def _declare(call: Call, capabilities: dict[str, Any]) -> None:
     """methods.LEGACY_CAPABILITIES hook: declare tasks when some tool can run as one."""
     if offered(call) and any(policy_of(call.registry, tool) is not None for tool in call.registry.listing("tools")):
-        capabilities["tasks"] = copy.deepcopy(mcp.LEGACY_TASKS_CAPABILITY)
+        capabilities["tasks"] = mcp.legacy_tasks_capability()
 
 
 def install(dispatcher: Dispatcher) -> None:

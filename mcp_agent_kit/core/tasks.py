@@ -14,8 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core import listen, methods
 from mcp_agent_kit.core.context import Context, InputBroker, capability_declared, required_capability
@@ -24,6 +23,9 @@ from mcp_agent_kit.core.methods import Call
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 EXTENSION = mcp.TASKS_EXTENSION
 REQUIRED: dict[str, Any] = {"extensions": {EXTENSION: {}}}
@@ -327,6 +329,8 @@ class TaskRun:
         self.policy = policy
         self.task: Task | None = None
         self.cancel = threading.Event()
+        from concurrent.futures import Future  # lazily: it imports logging, which a server start avoids
+
         self.first: Future[dict[str, Any]] = Future()
         self._lock = threading.Lock()
 

@@ -16,8 +16,7 @@ import os
 import signal
 import sys
 import threading
-from concurrent.futures import Future
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
@@ -25,6 +24,9 @@ from mcp_agent_kit.logs import log_to_stderr, logger
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
 from mcp_agent_kit.wire.reply import encode_reply
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 STOP_POLL_S = 0.1  # how often the main thread looks for a stop request
@@ -98,6 +100,8 @@ class StdioTransport:
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a server→client request and wait for the client's reply (legacy era)."""
+        from concurrent.futures import Future  # lazily: it imports logging, and few servers ask the client
+
         id_ = f"srv-{next(self._ids)}"
         future: Future[dict[str, Any]] = Future()
         with self._state_lock:

@@ -22,7 +22,12 @@ META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 # 2025-11-25's experimental tasks (SEP-1686), declared at initialize: task-augmented tools/call.
 LEGACY_TASKS_SINCE: Final = "2025-11-25"
-LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
+
+def legacy_tasks_capability() -> dict[str, Any]:
+    """A fresh `capabilities.tasks` object for 2025-11-25's experimental tasks."""
+    return {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
 
 # Error codes (basic/index.mdx §Error Codes) and the HTTP status each one travels with.
 HEADER_MISMATCH: Final = -32020
