@@ -22,7 +22,8 @@ from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.dispatcher import LEGACY, MODERN, Connection, Dispatcher
 from mcp_agent_kit.core.methods import Call
 from mcp_agent_kit.core.tasks import TERMINAL, _now, drop_expired, policy_of, transition
-from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.logs import logger
+from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 SINCE = mcp.LEGACY_TASKS_SINCE
@@ -47,6 +48,7 @@ class LegacyTask:
         self.result: dict[str, Any] | None = None
         self.error: RpcError | None = None
         self.cancel = threading.Event()
+        self.notify: Callable[[dict[str, Any]], None] | None = None  # where status changes are announced
 
     def wire(self) -> dict[str, Any]:
         body: dict[str, Any] = {"taskId": self.id, "status": self.status, "createdAt": self.created,
@@ -91,11 +93,18 @@ class Tasks:
                 self.lock.notify_all()
 
     def move(self, task: LegacyTask, status: str, **fields: Any) -> bool:
+        """A transition; announced with notifications/tasks/status (optional in the spec)."""
         with self.lock:
             if not transition(task, status, fields):
                 return False
             self.lock.notify_all()
-            return True
+            snapshot = task.wire()
+        if task.notify is not None:
+            try:
+                task.notify(jsonrpc.notification("notifications/tasks/status", snapshot))
+            except Exception as exc:  # the client went away: the task itself goes on
+                logger().debug("could not announce task %s: %s", task.id, exc)
+        return True
 
     def wait_end(self, task: LegacyTask, cancel: threading.Event | None) -> bool:
         """Block until the task ends; False if the waiting request was cancelled first."""
@@ -175,6 +184,8 @@ def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]
     ttl = limit if ttl is None else (ttl if limit is None else min(ttl, limit))
     tasks = tasks_of(call.conn)
     task = tasks.create(ttl)
+    if call.out is not None:
+        task.notify = call.out.notify
     work = _TaskCall(
         call.dispatcher, call.conn, call.method, call.id, call.params, call.era, call.version,
         call.capabilities, call.client_info, _TaskOutbox(call.out, tasks, task), task.cancel, call.log_level,

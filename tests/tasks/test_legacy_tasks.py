@@ -75,7 +75,12 @@ CLIENT = textwrap.dedent(
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.shared.exceptions import McpError
 
-    report = {}
+    report = {"status_notes": []}
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if isinstance(root, types.TaskStatusNotification):
+            report["status_notes"].append(root.params.status)
 
     async def on_elicit(context, params):
         report["elicit_meta"] = params.meta.model_dump(by_alias=True) if params.meta else None
@@ -100,7 +105,8 @@ CLIENT = textwrap.dedent(
     async def main():
         async with connect() as streams:
             read, write = streams[0], streams[1]
-            async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
+            handlers = {"elicitation_callback": on_elicit, "message_handler": on_message}
+            async with ClientSession(read, write, **handlers) as session:
                 init = await session.initialize()
                 report["version"] = init.protocolVersion
                 tasks = init.capabilities.tasks
@@ -207,6 +213,12 @@ def test_a_task_runs_and_its_result_is_what_the_call_would_return(report: dict[s
 
 def test_a_tool_error_is_a_failed_task(report: dict[str, Any]) -> None:
     assert report["broken"] == ["failed", True]
+
+
+def test_status_changes_are_announced(report: dict[str, Any]) -> None:
+    notes = report["status_notes"]
+    for status in ("completed", "failed", "input_required", "cancelled"):
+        assert status in notes, notes
 
 
 def test_a_task_asks_the_user_with_the_related_task_tag(report: dict[str, Any]) -> None:
