@@ -164,7 +164,7 @@ class _TaskCall(Call):
 
 
 def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """methods.TOOL_RUNNERS hook: a task-augmented tools/call of a 2025-11-25 connection."""
+    """A task-augmented tools/call of a 2025-11-25 connection (called by core.tasks.run_tool)."""
     if isinstance(call, _TaskCall) or not offered(call):
         return None
     policy = policy_of(call.registry, tool)
@@ -295,8 +295,6 @@ def install(dispatcher: Dispatcher) -> None:
     both = frozenset({MODERN, LEGACY})
     table = methods.METHODS
     with _create_lock:
-        if run_tool not in methods.TOOL_RUNNERS:
-            methods.TOOL_RUNNERS.append(run_tool)
         if _declare not in methods.LEGACY_CAPABILITIES:
             methods.LEGACY_CAPABILITIES.append(_declare)
         for name, fn in (("tasks/get", tasks_get), ("tasks/cancel", tasks_cancel)):

@@ -177,7 +177,7 @@ def tools_call(call: Call) -> dict[str, Any]:
             return content.error_result(f"Invalid arguments for tool {name!r}: {detail}")
     if tool.integer_args:
         arguments = _coerce_integers(tool.integer_args, arguments)
-    return execute_tool(call, tool, tool.handler.convert(arguments))
+    return execute_tool(call, tool, arguments if tool.as_is else tool.handler.convert(arguments))
 
 
 # Extensions (core.tasks) may take over a validated tools/call: runner(call, tool, arguments)

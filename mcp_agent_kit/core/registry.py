@@ -99,7 +99,9 @@ class Handler:
 class ToolDef:
     """A registered tool: its wire definition, handler and compiled validators."""
 
-    __slots__ = ("_input", "_output", "handler", "integer_args", "long_running", "name", "structured", "wire")
+    __slots__ = (
+        "_input", "_output", "as_is", "handler", "integer_args", "long_running", "name", "structured", "wire",
+    )
 
     def __init__(self, name: str, wire: dict[str, Any], handler: Handler, long_running: bool = False) -> None:
         self.name = name
@@ -112,6 +114,11 @@ class ToolDef:
         self.integer_args = frozenset(
             key for key, sub in props.items() if isinstance(sub, dict) and sub.get("type") == "integer"
         ) if isinstance(props, dict) else frozenset()
+        # Valid arguments reach the handler unchanged: nothing to convert, and the schema admits
+        # no name the function lacks (so Handler.convert would have nothing to drop).
+        accepts = handler.accepts
+        closed = wire["inputSchema"].get("additionalProperties") is False and isinstance(props, dict)
+        self.as_is = not handler.converters and (accepts is None or (closed and accepts.issuperset(props or {})))
         self._input: Any = None
         self._output: Any = None
 

@@ -386,9 +386,14 @@ class TaskRun:
 
 
 def run_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """methods.TOOL_RUNNERS hook: take over task-capable tools when the extension is declared."""
-    if not (_policies or tool.long_running) or isinstance(call, TaskCall) or call.era != MODERN:
-        return None
+    """methods.TOOL_RUNNERS hook: take over task-capable tools when the extension is declared
+    (2026-07-28), or when a 2025-11-25 client asks for a task (core.legacy_tasks)."""
+    if not (_policies or tool.long_running or "task" in call.params) or isinstance(call, TaskCall):
+        return None  # the usual call: no task anywhere in sight
+    if call.era != MODERN:
+        from mcp_agent_kit.core import legacy_tasks
+
+        return legacy_tasks.run_tool(call, tool, arguments)
     policy = policy_of(call.registry, tool)
     store = _stores.get(id(call.dispatcher))
     if policy is None or store is None:
