@@ -147,3 +147,94 @@ def test_fuzz_never_dies_and_answers_each_request_once() -> None:
     assert not missing, sorted(map(str, missing))[:10]
     unexpected = set(answered) - expected
     assert not unexpected, sorted(map(str, unexpected))[:10]
+
+
+# ---- the handshake era, 2025-11-25 tasks included ---------------------------------------------------
+LEGACY_COUNT = 4_000
+LEGACY_METHODS = [
+    "tools/list", "tools/call", "tools/call", "tools/call", "tasks/get", "tasks/result", "tasks/list",
+    "tasks/cancel", "resources/list",
+    "resources/read", "prompts/list", "ping", "logging/setLevel", "resources/subscribe", "initialize", "nope",
+]
+LEGACY_TOOLS = ["greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input",
+                "test_tool_with_task", "test_simple_text", "missing"]
+
+
+LEGACY_ARGUMENTS = {"greet": {"name": "x"}, "slow_compute": {"seconds": 0.01}, "confirm_delete": {"filename": "f"}}
+
+
+def legacy_request(rng: random.Random, id_: Any) -> dict[str, Any]:
+    method = rng.choice(LEGACY_METHODS)
+    params: dict[str, Any] = {}
+    if method == "tools/call":
+        name = rng.choice(LEGACY_TOOLS)
+        params.update(name=name, arguments=LEGACY_ARGUMENTS.get(name, {}))
+        if rng.random() < 0.6:
+            params["task"] = rng.choice([{"ttl": 5000}, {}, {"ttl": -1}, {"ttl": "soon"}, None, [], {"ttl": 10**12}])
+    elif method.startswith("tasks/") and method != "tasks/list":
+        params["taskId"] = rng.choice(["nope", "", 7, None, "00000000-0000-0000-0000-000000000000"])
+    elif method == "tasks/list":
+        params["cursor"] = rng.choice([None, "bogus", 3, "dGFza3M6MA=="])
+    elif method == "resources/read":
+        params["uri"] = rng.choice(["test://static-text", "x:"])
+    elif method == "logging/setLevel":
+        params["level"] = rng.choice(["info", "loud"])
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def test_fuzz_a_legacy_session_never_dies_and_answers_each_request_once() -> None:
+    rng = random.Random(SEED + 1)
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}}
+    init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": hello}
+    lines = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    expected: set[Any] = set()
+    for n in range(LEGACY_COUNT):
+        id_: Any = f"l{n}"
+        kind = n % 4
+        if kind == 0:
+            lines.append(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 60))).replace(b"\n", b" "))
+            continue
+        message: Any = legacy_request(rng, id_) if kind in (1, 2) else mutate_legacy(rng, legacy_request(rng, id_))
+        lines.append(json.dumps(message).encode())
+        if must_answer(message):
+            expected.add(message["id"])
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples/everything_server.py")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(line + b"\n" for line in lines))
+    proc.stdin.close()
+    assert proc.wait(timeout=240) == 0
+    reader.join(10)
+    answered: Counter[Any] = Counter()
+    created = 0
+    for raw in output:
+        message = json.loads(raw)  # every line is JSON
+        if "id" in message and "method" not in message:
+            answered[message["id"]] += 1
+            created += isinstance(message.get("result"), dict) and "task" in message["result"]
+    assert created > 20, created  # the fuzz really made tasks
+    assert answered.pop("init") == 1
+    assert not [key for key, count in answered.items() if count > 1]
+    assert set(answered) == expected
+
+
+def mutate_legacy(rng: random.Random, message: dict[str, Any]) -> Any:
+    clone = json.loads(json.dumps(message))
+    choice = rng.randrange(5)
+    if choice == 0:
+        clone["params"] = random_json(rng)
+    elif choice == 1:
+        clone["params"]["_meta"] = dict(MODERN_META)  # an envelope on a handshake-era connection
+    elif choice == 2:
+        clone["params"][rng.choice(["task", "taskId", "name", "arguments"])] = random_json(rng)
+    elif choice == 3:
+        clone.pop("id")
+    else:
+        clone["id"] = rng.choice([True, 1.5, None, [], {"n": 1}])  # unreadable: the error carries no id
+    return clone
