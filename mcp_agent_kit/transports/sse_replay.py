@@ -45,17 +45,20 @@ class Stream:
         return f"id: {self.id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode()
 
     def emit(self, frame: bytes, last: bool = False) -> None:
-        """Record one event and write it to the live connection, if there is one."""
+        """Record one event (an empty frame records nothing) and write it to the live connection."""
         with self.cond:
-            n = self.dropped + len(self.frames) + 1
-            framed = f"id: {self.id}-{n}\n".encode() + frame
-            self.frames.append(framed)
+            framed = b""
+            if frame:
+                n = self.dropped + len(self.frames) + 1
+                framed = f"id: {self.id}-{n}\n".encode() + frame
+                self.frames.append(framed)
             if last:
                 self.done = True
                 self.finished_at = time.monotonic()
             sink = self.sink
             if sink is not None:
-                sink.write_raw(framed)
+                if framed:
+                    sink.write_raw(framed)
                 if last:
                     sink.end()
             self.cond.notify_all()

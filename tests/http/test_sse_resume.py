@@ -226,3 +226,11 @@ def test_finished_streams_are_forgotten_after_a_while() -> None:
     assert log.find(f"{stream.id}-0") is not None
     time.sleep(0.1)
     assert log.find(f"{stream.id}-0") is None
+
+
+def test_a_stream_that_ends_without_a_reply_records_no_broken_event() -> None:
+    log = EventLog()
+    stream = log.open()
+    stream.emit(b"event: message\ndata: {}\n\n")
+    stream.emit(b"", last=True)  # a cancelled request: no reply to send
+    assert stream.done and stream.frames == [f"id: {stream.id}-1\n".encode() + b"event: message\ndata: {}\n\n"]
