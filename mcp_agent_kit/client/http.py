@@ -116,9 +116,7 @@ class HttpChannel:
             if conn is None:
                 return
             try:
-                headers = {**self.extra, "Accept": "text/event-stream", "Mcp-Session-Id": session}
-                if self.legacy_version and self.legacy_version >= _HEADERED_SINCE:
-                    headers["MCP-Protocol-Version"] = self.legacy_version
+                headers = {**self.extra, "Accept": "text/event-stream", **self._session_headers(session)}
                 conn.request("GET", self.path, headers=headers)
                 response = conn.getresponse()
                 kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
@@ -168,17 +166,21 @@ class HttpChannel:
             return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
         return http.client.HTTPConnection(host, port, timeout=timeout)
 
+    def _session_headers(self, session: str | None) -> dict[str, str]:
+        """What every request after a legacy initialize carries: the session, and the version."""
+        headers = {"Mcp-Session-Id": session} if session else {}
+        version = self.legacy_version
+        if version and version >= _HEADERED_SINCE:
+            headers["MCP-Protocol-Version"] = version
+        return headers
+
     def _headers(self, message: dict[str, Any], extra: dict[str, str] | None) -> dict[str, str]:
         headers = {**self.extra, "Content-Type": "application/json", "Accept": ACCEPT}
         modern = request_headers(message)
         if modern:
             headers.update(modern)
-        else:
-            if self.session_id and message.get("method") != "initialize":
-                headers["Mcp-Session-Id"] = self.session_id
-            version = self.legacy_version
-            if version and version >= _HEADERED_SINCE and message.get("method") != "initialize":
-                headers["MCP-Protocol-Version"] = version
+        elif message.get("method") != "initialize":
+            headers.update(self._session_headers(self.session_id))
         headers.update(extra or {})
         return headers
 
@@ -274,17 +276,15 @@ class HttpChannel:
                 return Failure("exited", "the SSE stream ended before the response arrived")
             retry = seen.get("retry", "")
             time.sleep(min(int(retry), MAX_RETRY_MS) / 1000 if retry.isdigit() else DEFAULT_RETRY_S)
-            resumed = self._resume(last, message, timeout)
+            resumed = self._resume(last, timeout)
             if isinstance(resumed, Failure):
                 return resumed
             response = resumed
 
-    def _resume(
-        self, last_event_id: str, message: dict[str, Any], timeout: float
-    ) -> http.client.HTTPResponse | Failure:
+    def _resume(self, last_event_id: str, timeout: float) -> http.client.HTTPResponse | Failure:
         """GET the rest of a broken stream (2025-11-25 resumability)."""
-        headers = self._headers(message, {"Accept": "text/event-stream", "Last-Event-ID": last_event_id})
-        headers.pop("Content-Type", None)
+        headers = {**self.extra, "Accept": "text/event-stream", "Last-Event-ID": last_event_id,
+                   **self._session_headers(self.session_id)}
         try:
             conn = self._connect(timeout)
             conn.request("GET", self.path, headers=headers)

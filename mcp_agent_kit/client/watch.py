@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcp_agent_kit.client.channel import PeerError
+from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
@@ -24,11 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_agent_kit.client")
 
-LIST_CHANGED = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
+LIST_CHANGED = {notification: kind for kind, notification in mcp.LIST_CHANGED.items() if kind != "resourceTemplates"}
+"""list_changed notification -> the kind of list it announces."""
 _LISTEN_FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
 
 

@@ -116,15 +116,15 @@ class Tasks:
             return True
 
 
+_create_lock = threading.Lock()
+
+
 def tasks_of(conn: Connection) -> Tasks:
     with _create_lock:
         found: Tasks | None = conn.legacy_tasks
         if found is None:
             found = conn.legacy_tasks = Tasks()
         return found
-
-
-_create_lock = threading.Lock()
 
 
 def offered(call: Call) -> bool:
@@ -255,25 +255,19 @@ def tasks_cancel(call: Call) -> dict[str, Any]:
     return task.wire()
 
 
-def _tools_list(modern: Callable[[Call], dict[str, Any]]) -> Callable[[Call], dict[str, Any]]:
-    """tools/list, plus `execution.taskSupport` on task-capable tools for 2025-11-25 connections."""
-
-    def listed(call: Call) -> dict[str, Any]:
-        result = modern(call)
-        if offered(call):
-            registry = call.registry
-            tools = []
-            for tool in result["tools"]:
-                definition = registry.get_tool(tool["name"])
-                policy = policy_of(registry, definition) if definition is not None else None
-                if policy is not None:
-                    tool = {**tool, "execution": {"taskSupport": "required" if policy.required else "optional"}}
-                tools.append(tool)
-            result["tools"] = tools
-        return result
-
-    listed.legacy_tasks = True  # type: ignore[attr-defined]
-    return listed
+def _annotate(call: Call, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """methods.TOOL_ANNOTATORS hook: `execution.taskSupport` on task-capable tools (2025-11-25)."""
+    if not offered(call):
+        return tools
+    registry = call.registry
+    annotated = []
+    for tool in tools:
+        definition = registry.get_tool(tool["name"])
+        policy = policy_of(registry, definition) if definition is not None else None
+        if policy is not None:
+            tool = {**tool, "execution": {"taskSupport": "required" if policy.required else "optional"}}
+        annotated.append(tool)
+    return annotated
 
 
 def _by_era(modern: Callable[[Call], dict[str, Any]], legacy: Callable[[Call], dict[str, Any]]) -> Any:
@@ -297,12 +291,11 @@ def install(dispatcher: Dispatcher) -> None:
     with _create_lock:
         if _declare not in methods.LEGACY_CAPABILITIES:
             methods.LEGACY_CAPABILITIES.append(_declare)
+        if _annotate not in methods.TOOL_ANNOTATORS:
+            methods.TOOL_ANNOTATORS.append(_annotate)
         for name, fn in (("tasks/get", tasks_get), ("tasks/cancel", tasks_cancel)):
             entry = table[name]
             if not getattr(entry.fn, "legacy_tasks", False):
                 table[name] = methods.Method(_by_era(entry.fn, fn), both, entry.needs, entry.client_needs)
         for name, fn in (("tasks/result", tasks_result), ("tasks/list", tasks_list)):
             table.setdefault(name, methods.Method(fn, frozenset({LEGACY})))
-        entry = table["tools/list"]
-        if not getattr(entry.fn, "legacy_tasks", False):
-            table["tools/list"] = methods.Method(_tools_list(entry.fn), entry.eras, entry.needs, entry.client_needs)

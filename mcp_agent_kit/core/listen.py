@@ -26,10 +26,10 @@ HEARTBEAT_S = 15.0
 POLL_S = 0.25
 # Request flag -> (registry kind(s) that trigger it, capability that must be offered, notification).
 LIST_FLAGS: dict[str, tuple[frozenset[str], str, str]] = {
-    "toolsListChanged": (frozenset({"tools"}), "tools", "notifications/tools/list_changed"),
-    "promptsListChanged": (frozenset({"prompts"}), "prompts", "notifications/prompts/list_changed"),
+    "toolsListChanged": (frozenset({"tools"}), "tools", mcp.LIST_CHANGED["tools"]),
+    "promptsListChanged": (frozenset({"prompts"}), "prompts", mcp.LIST_CHANGED["prompts"]),
     "resourcesListChanged": (
-        frozenset({"resources", "resourceTemplates"}), "resources", "notifications/resources/list_changed"
+        frozenset({"resources", "resourceTemplates"}), "resources", mcp.LIST_CHANGED["resources"]
     ),
 }
 

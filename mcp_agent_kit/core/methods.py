@@ -134,8 +134,16 @@ def _page(call: Call, kind: str) -> dict[str, Any]:
     return result
 
 
+# Extensions may annotate the listed tools: annotate(call, tools) returns the list to send
+# (new dicts for changed tools: the listed ones are the registry's own).
+TOOL_ANNOTATORS: list[Callable[[Call, list[dict[str, Any]]], list[dict[str, Any]]]] = []
+
+
 def tools_list(call: Call) -> dict[str, Any]:
-    return _page(call, "tools")
+    result = _page(call, "tools")
+    for annotate in TOOL_ANNOTATORS:
+        result["tools"] = annotate(call, result["tools"])
+    return result
 
 
 def resources_list(call: Call) -> dict[str, Any]:

@@ -74,6 +74,15 @@ def violation(p: str, rule: str, text: str) -> Violation:
     return Violation(p, rule, f"{p or '(root)'}: {text}")
 
 
+def too_deep(x: Any, p: str, d: int, out: list[Violation]) -> bool:
+    """At the depth limit a non-empty container is a violation; True means stop descending."""
+    if d < MAX_DEPTH:
+        return False
+    if x:
+        out.append(depth_violation(p))
+    return True
+
+
 def depth_violation(p: str) -> Violation:
     return violation(p, "depth", f"nesting deeper than {MAX_DEPTH} levels (values plus $ref hops)")
 
@@ -367,9 +376,7 @@ def _members(s: dict[str, Any], sub: SubFn) -> Kw | None:
         return True
 
     def errs(x: Any, p: str, d: int, out: list[Violation]) -> None:
-        if d >= MAX_DEPTH:
-            if x:
-                out.append(depth_violation(p))
+        if too_deep(x, p, d, out):
             return
         for k, v in x.items():
             if len(out) >= MAX_VIOLATIONS:
@@ -419,9 +426,7 @@ def _items(s: dict[str, Any], sub: SubFn) -> Kw | None:
         return True
 
     def errs(x: Any, p: str, d: int, out: list[Violation]) -> None:
-        if d >= MAX_DEPTH:
-            if x:
-                out.append(depth_violation(p))
+        if too_deep(x, p, d, out):
             return
         if rest is FALSE and len(x) > np:
             msg = f"must have at most {_plural(np, 'item')} (got {len(x)})"

@@ -20,15 +20,8 @@ from typing import Any
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.transports.sse_replay import EventLog
-from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
-
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "resourceTemplates": "notifications/resources/list_changed",
-}
 
 
 class Session:
@@ -159,7 +152,7 @@ class Sessions:
         for session in sessions:
             if not session.conn.initialized:
                 continue
-            if uri is None and kind in _LIST_CHANGED:
-                session.push(jsonrpc.notification(_LIST_CHANGED[kind]))
+            if uri is None and kind in mcp.LIST_CHANGED:
+                session.push(jsonrpc.notification(mcp.LIST_CHANGED[kind]))
             elif uri is not None and uri in session.conn.subscriptions:
                 session.push(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))

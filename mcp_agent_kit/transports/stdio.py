@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
 from mcp_agent_kit.logs import log_to_stderr, logger
-from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
 from mcp_agent_kit.wire.reply import encode_reply
 
@@ -30,12 +30,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 STOP_POLL_S = 0.1  # how often the main thread looks for a stop request
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "resourceTemplates": "notifications/resources/list_changed",
-}
 
 
 class StdioOutbox:
@@ -121,8 +115,8 @@ class StdioTransport:
     def _registry_changed(self, kind: str, uri: str | None) -> None:
         if self.conn.era != LEGACY or not self.conn.initialized:
             return
-        if uri is None and kind in _LIST_CHANGED:
-            self.write(jsonrpc.notification(_LIST_CHANGED[kind]))
+        if uri is None and kind in mcp.LIST_CHANGED:
+            self.write(jsonrpc.notification(mcp.LIST_CHANGED[kind]))
         elif uri is not None and uri in self.conn.subscriptions:
             self.write(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
 

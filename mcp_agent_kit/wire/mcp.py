@@ -20,6 +20,14 @@ META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+# The list-changed notification for each kind of registry entry (templates share resources').
+LIST_CHANGED: Final = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "resourceTemplates": "notifications/resources/list_changed",
+}
 # 2025-11-25's experimental tasks (SEP-1686), declared at initialize: task-augmented tools/call.
 LEGACY_TASKS_SINCE: Final = "2025-11-25"
 

@@ -183,25 +183,17 @@ LEGACY_HTTP_BACKEND = textwrap.dedent(
 
 
 def test_a_legacy_http_backend_is_followed_through_its_get_stream(tmp_path: Path, legacy_python: str) -> None:
-    import socket
     import subprocess
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    from tests.net import free_port, wait_listening
+
+    port = free_port()
     script = tmp_path / "legacy_http.py"
     script.write_text(LEGACY_HTTP_BACKEND)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     proc = subprocess.Popen([legacy_python, str(script), str(port)], **quiet)  # type: ignore[call-overload]
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the legacy HTTP backend did not start"
-                time.sleep(0.1)
+        wait_listening(port, proc)
         config = {"mcpServers": {"grow": {"url": f"http://127.0.0.1:{port}/mcp", "allowLegacy": True}}}
         gateway = Gateway(parse_config(config), timeout=10.0)
         gateway.start()

@@ -5,7 +5,6 @@ endpoints for the ambiguous and auth cases."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ import pytest
 
 from mcp_agent_kit.client import Client, forget_verdicts
 from mcp_agent_kit.client.http import HttpChannel
+from tests.net import free_port, wait_listening
 
 PY = sys.executable
 
@@ -74,25 +74,6 @@ HTTP_ORACLE = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read() if proc.stderr else b''!r}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start listening")
-
-
 @pytest.fixture(scope="module")
 def oracle_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("http") / "http_oracle.py"
@@ -107,10 +88,10 @@ def _fresh_cache() -> None:
 
 def _serve(python: str, script: Path, mode: str) -> Iterator[str]:
     """Run an oracle on a free port; the URL carries the mode as a query (ignored by servers)."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([python, str(script), str(port), mode], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp?mode={mode}"
     finally:
         proc.terminate()
@@ -255,7 +236,7 @@ def test_fake_http_peers(status: int, allow: bool, expect_reason: str, methods: 
 
 
 def test_unreachable_url_is_unavailable_even_when_allowlisted() -> None:
-    client = Client.http(f"http://127.0.0.1:{_free_port()}/mcp", allow_legacy=True)
+    client = Client.http(f"http://127.0.0.1:{free_port()}/mcp", allow_legacy=True)
     verdict = client.probe()
     assert verdict.era == "unavailable" and "unreachable" in str(verdict.reason)
 

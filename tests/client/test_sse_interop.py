@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import queue
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -20,6 +18,7 @@ import pytest
 
 from mcp_agent_kit.client import Client, PeerError, forget_verdicts
 from mcp_agent_kit.client.http import HttpChannel
+from tests.net import free_port, wait_listening
 
 SSE_ORACLE = textwrap.dedent(
     """
@@ -52,25 +51,6 @@ SSE_ORACLE = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read() if proc.stderr else b''!r}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start listening")
-
-
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     forget_verdicts()
@@ -80,10 +60,10 @@ def _fresh_cache() -> None:
 def sse_url(tmp_path_factory: pytest.TempPathFactory, legacy_python: str) -> Iterator[str]:
     script = tmp_path_factory.mktemp("sse") / "sse_oracle.py"
     script.write_text(SSE_ORACLE)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([legacy_python, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/sse"
     finally:
         proc.terminate()

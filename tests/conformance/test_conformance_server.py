@@ -10,22 +10,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.net import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_SCENARIOS = {"2026-07-28": 50, "2025-11-25": 33}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.mark.parametrize("requirements", sorted(EXPECTED_SCENARIOS))

@@ -62,27 +62,19 @@ def test_bad_targets_exit_2() -> None:
 
 def test_example_over_http_exits_zero_on_sigterm() -> None:
     import signal
-    import socket
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    from tests.net import free_port, wait_listening
+
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(root / "examples" / "metrics_server.py"), "--http",
                              f"127.0.0.1:{port}", "--max-message-bytes", "65536"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_listening(port, proc)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
     finally:

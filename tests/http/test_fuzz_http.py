@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_agent_kit import Context, Server
+from tests.fuzzing import random_json
 from tests.http.conftest import META, MODERN, start
 
 SEED = 20261207
@@ -148,23 +149,6 @@ def http_request(method: str, path: str, headers: list[tuple[str, str]], body: b
     if body is not None:
         lines.append(f"Content-Length: {len(body) if length is None else length}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogatepass") + (body or b"")
-
-
-def random_json(rng: random.Random, depth: int = 0) -> Any:
-    kind = rng.randrange(9 if depth < 4 else 6)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return rng.choice([True, False])
-    if kind == 2:
-        return rng.choice([rng.randint(-(2**63), 2**63), rng.randint(-5, 5), 2**200])
-    if kind == 3:
-        return rng.uniform(-1e9, 1e9)
-    if kind in (4, 5):
-        return "".join(chr(rng.randrange(0x20, 0x2FFF)) for _ in range(rng.randrange(12)))
-    if kind == 6:
-        return [random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {str(random_json(rng, 4)): random_json(rng, depth + 1) for _ in range(rng.randrange(4))}
 
 
 def readable_id(value: Any) -> Any:

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -36,22 +36,14 @@ def inspector(config: Path, server: str, *args: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, EXAMPLE, "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_listening(port, proc)
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(10)

@@ -23,6 +23,8 @@ from a2a.types import Message, Role, SendMessageRequest, TaskState
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.net import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -90,13 +92,6 @@ def test_official_mcp_client_calls_the_generated_server(installed: tuple[Path, P
             assert result.structured_content == {"words": 3, "characters": 13}
 
     asyncio.run(asyncio.wait_for(go(), 60))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_a2a_sdk_client_completes_a_task(installed: tuple[Path, Path]) -> None:

@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,15 +173,10 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     target, served = "stdio", None
     if request.param == "http":
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         served = subprocess.Popen([sys.executable, str(server), "--http", f"127.0.0.1:{port}"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-            assert time.monotonic() < deadline and served.poll() is None, "the HTTP server did not start"
-            time.sleep(0.1)
+        wait_listening(port, served)
         target = f"http://127.0.0.1:{port}/mcp"
     try:
         done = subprocess.run([legacy_python, str(client), str(server), str(ROOT), target], capture_output=True,

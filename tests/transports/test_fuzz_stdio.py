@@ -9,9 +9,15 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from tests.fuzzing import random_json as any_json
 from tests.stdio_peer import MODERN_META, ROOT
+
+
+def random_json(rng: random.Random) -> Any:
+    return any_json(rng, small_ints=False)  # ids must stay unique: each is answered exactly once
 
 SEED = 20261129
 COUNT = 12_000
@@ -21,23 +27,6 @@ METHODS = [
     "initialize", "ping", "nope", "",
 ]
 TOOLS = ["echo", "add", "async_add", "boom", "picture", "with_progress", "ask_name", "missing"]
-
-
-def random_json(rng: random.Random, depth: int = 0) -> Any:
-    kind = rng.randrange(9 if depth < 4 else 6)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return rng.choice([True, False])
-    if kind == 2:
-        return rng.randint(-(2**63), 2**63)
-    if kind == 3:
-        return rng.uniform(-1e9, 1e9)
-    if kind in (4, 5):
-        return "".join(chr(rng.randrange(0x20, 0x2FFF)) for _ in range(rng.randrange(12)))
-    if kind == 6:
-        return [random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {str(random_json(rng, 4)): random_json(rng, depth + 1) for _ in range(rng.randrange(4))}
 
 
 def valid_request(rng: random.Random, id_: Any) -> dict[str, Any]:
@@ -114,31 +103,35 @@ def must_answer(message: Any) -> bool:
     return not is_response
 
 
-def test_fuzz_never_dies_and_answers_each_request_once() -> None:
-    lines, expected = build_inputs()
-    assert len(lines) >= 10_000
+def serve_lines(script: Path, lines: list[bytes]) -> list[dict[str, Any]]:
+    """Feed the lines to a stdio server until EOF: it must exit 0 and write only JSON lines."""
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests/fixtures/kitchen_server.py")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
     output: list[bytes] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout or []), daemon=True)
     reader.start()
     assert proc.stdin is not None
-    for line in lines:
-        proc.stdin.write(line + b"\n")
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "tools/list",
-                                 "params": {"_meta": MODERN_META}}).encode() + b"\n")
+    proc.stdin.write(b"".join(line + b"\n" for line in lines))
     proc.stdin.close()
     assert proc.wait(timeout=240) == 0
     reader.join(10)
-    answered: Counter[Any] = Counter()
-    for raw in output:
-        message = json.loads(raw)  # every line is JSON
-        assert message.get("jsonrpc") == "2.0"
-        if "id" in message and "method" not in message:
-            answered[message["id"]] += 1
+    return [json.loads(raw) for raw in output]  # every line is JSON
+
+
+def replies(messages: list[dict[str, Any]]) -> Counter[Any]:
+    """How often each id was answered (responses only, not server requests)."""
+    return Counter(message["id"] for message in messages if "id" in message and "method" not in message)
+
+
+def test_fuzz_never_dies_and_answers_each_request_once() -> None:
+    lines, expected = build_inputs()
+    assert len(lines) >= 10_000
+    last = {"jsonrpc": "2.0", "id": "last", "method": "tools/list", "params": {"_meta": MODERN_META}}
+    messages = serve_lines(ROOT / "tests/fixtures/kitchen_server.py", [*lines, json.dumps(last).encode()])
+    assert all(message.get("jsonrpc") == "2.0" for message in messages)
+    answered = replies(messages)
     assert answered["last"] == 1
     del answered["last"]
     twice = [key for key, count in answered.items() if count > 1]
@@ -198,26 +191,12 @@ def test_fuzz_a_legacy_session_never_dies_and_answers_each_request_once() -> Non
         lines.append(json.dumps(message).encode())
         if must_answer(message):
             expected.add(message["id"])
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples/everything_server.py")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    messages = serve_lines(ROOT / "examples/everything_server.py", lines)
+    answered = replies(messages)
+    created = sum(
+        isinstance(message.get("result"), dict) and "task" in message["result"]
+        for message in messages if "id" in message and "method" not in message
     )
-    output: list[bytes] = []
-    reader = threading.Thread(target=lambda: output.extend(proc.stdout or []), daemon=True)
-    reader.start()
-    assert proc.stdin is not None
-    proc.stdin.write(b"".join(line + b"\n" for line in lines))
-    proc.stdin.close()
-    assert proc.wait(timeout=240) == 0
-    reader.join(10)
-    answered: Counter[Any] = Counter()
-    created = 0
-    for raw in output:
-        message = json.loads(raw)  # every line is JSON
-        if "id" in message and "method" not in message:
-            answered[message["id"]] += 1
-            created += isinstance(message.get("result"), dict) and "task" in message["result"]
     assert created > 20, created  # the fuzz really made tasks
     assert answered.pop("init") == 1
     assert not [key for key, count in answered.items() if count > 1]

@@ -1,0 +1,28 @@
+"""Test helpers for servers on local ports: a free port, and waiting until one listens."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[Any] | None = None, timeout: float = 30.0) -> None:
+    """Return once 127.0.0.1:port accepts connections; raise if proc exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read() if proc.stderr else b''!r}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
