@@ -178,11 +178,7 @@ class TaskEngine:
         with self._lock:
             task = self._owned(owner, params)
             if task["status"]["state"] in lifecycle.TERMINAL:
-                raise A2AError(
-                    "TaskNotCancelable",
-                    f"Task {task['id']} is in terminal state {task['status']['state']}",
-                    {"taskId": task["id"]},
-                )
+                raise _ended("TaskNotCancelable", task)
             job = self._jobs.get(task["id"])
             if job is not None:
                 job.cancel.set()
@@ -194,11 +190,7 @@ class TaskEngine:
         with self._lock:
             task = self._owned(owner, params)
             if task["status"]["state"] in lifecycle.TERMINAL:
-                raise A2AError(
-                    "UnsupportedOperation",
-                    f"Task {task['id']} is in terminal state {task['status']['state']}",
-                    {"taskId": task["id"]},
-                )
+                raise _ended("UnsupportedOperation", task)
             self._subs.setdefault(task["id"], []).append(sink)
             sink.put({"task": view(task)})
         return self._drain(sink, None, lambda state: state in lifecycle.TERMINAL, task["id"])
@@ -466,3 +458,9 @@ def _count(obj: dict[str, Any], *names: str) -> int | None:
                 )
             return value
     return None
+
+
+def _ended(kind: str, task: dict[str, Any]) -> A2AError:
+    """The error for an operation a task in a terminal state no longer allows."""
+    state = task["status"]["state"]
+    return A2AError(kind, f"Task {task['id']} is in terminal state {state}", {"taskId": task["id"]})
