@@ -2,7 +2,9 @@
 
 Every fenced ```json block in docs/wire-format.md and docs/errors.md must parse. Every ```python
 block in the MCP docs must compile, and the quick start's server and the writing-servers snippets
-must also run (they register against the real Server API). Transcripts between
+must also run (they register against the real Server API). Every tool a docs/*.md sample registers
+follows the kit's design rules (`tool_rule_violations`), unless its block says
+`# not-a-design-example`. Transcripts between
 `<!-- replay: SCRIPT -->` and `<!-- end replay -->` are sent, line by line, to SCRIPT run as a
 real stdio subprocess: blocks captioned `→` go to the server, blocks captioned `←` must come back
 (compared as JSON, with the random `requestState` masked and the real one echoed on retries).
@@ -87,6 +89,92 @@ def test_writing_servers_snippets_run_in_order() -> None:
         if block.lang == "python" and "# not run" not in block.body:
             exec(compile(block.body, f"writing-servers.md[{number}]", "exec"), namespace)
     assert namespace["server"].listing("tools"), "the guide registered no tools"
+
+
+# ---- design rules ---------------------------------------------------------------------------------
+NOT_A_DESIGN_EXAMPLE = "# not-a-design-example"
+REGISTERS = re.compile(r"@server\.tool|\.add_tool\(|\bServer\(|def register_all\(")
+# Modules a sample imports from the project it pretends to live in (docs/tutorial.md's weather_agent).
+PROJECT_STUBS = {"weather_agent.tools.example": "text_stats"}
+
+
+def _stub_tool(text: str) -> dict[str, int]:
+    """Use when you need the number of words in a text. Do not use for counting tokens."""
+    return {"words": len(text.split())}
+
+
+def _signature_problems(tool: Any) -> list[str]:
+    """The function-vs-inputSchema rule of scaffold.checks, where that rule exists."""
+    from mcp_agent_kit.scaffold import checks
+
+    rule = getattr(checks, "signature_violations", None)
+    if rule is None:
+        return []
+    handler = tool.handler
+    skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
+    problems: list[str] = rule(tool.wire, handler.fn, skip)
+    return problems
+
+
+def tool_docs() -> list[str]:
+    return sorted(
+        path.name
+        for path in DOCS.glob("*.md")
+        if any(b.lang == "python" and REGISTERS.search(b.body) for b in blocks(path.read_text(encoding="utf-8")))
+    )
+
+
+@pytest.mark.parametrize("name", tool_docs())
+def test_every_tool_in_the_docs_follows_the_design_rules(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run a doc's tool samples in order (one namespace, with a `server` for fragments) and check each tool."""
+    import types
+
+    from mcp_agent_kit import Context, Server
+    from mcp_agent_kit.core.registry import Registry
+    from mcp_agent_kit.scaffold.checks import tool_rule_violations
+
+    for module_name, function in PROJECT_STUBS.items():
+        parts = module_name.split(".")
+        for depth in range(1, len(parts) + 1):
+            monkeypatch.setitem(sys.modules, ".".join(parts[:depth]), types.ModuleType(".".join(parts[:depth])))
+        monkeypatch.setattr(sys.modules[module_name], function, _stub_tool, raising=False)
+    fragment_server = Server("docs-sample", "0.0.0")
+    namespace: dict[str, Any] = {
+        "__name__": f"docs_{Path(name).stem}",
+        "server": fragment_server,
+        "Server": Server,
+        "Context": Context,
+    }
+    seen: dict[str, Any] = {}
+    remove_tool = Registry.remove_tool
+
+    def remembering_remove(self: Registry, tool_name: str) -> None:  # a sample may add a tool and drop it again
+        tool = self.get_tool(tool_name)
+        if tool is not None:
+            seen[tool.name] = tool
+        remove_tool(self, tool_name)
+
+    monkeypatch.setattr(Registry, "remove_tool", remembering_remove)
+    in_order = name == "writing-servers.md"  # its snippets build on each other
+    for number, block in enumerate(blocks(read(name))):
+        if block.lang != "python" or "# not run" in block.body or NOT_A_DESIGN_EXAMPLE in block.body:
+            continue
+        if not (in_order or REGISTERS.search(block.body)):
+            continue
+        exec(compile(block.body, f"{name}[{number}]", "exec"), namespace)
+        register_all = namespace.pop("register_all", None)
+        if callable(register_all):
+            register_all(fragment_server)
+        for value in list(namespace.values()):
+            if isinstance(value, Server):
+                seen.update({tool.name: tool for tool in value.listing("tools")})
+    assert seen, f"{name}: its samples registered no tool"
+    broken = {
+        tool: tool_rule_violations(definition.wire) + _signature_problems(definition)
+        for tool, definition in seen.items()
+    }
+    failing = {tool: problems for tool, problems in broken.items() if problems}
+    assert not failing, f"{name}: tools that break the design rules: {failing}"
 
 
 # ---- transcripts ------------------------------------------------------------------------------

@@ -272,6 +272,13 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
 
     def _rest(self, path: str, query: str) -> None:
         if not (path == REST_PATH or path.startswith(REST_PATH + "/")):
+            self._no_body()
+            base = self.server.base_url
+            verb = self.command if self.command != "HEAD" else "GET"
+            pointer = rest.legacy_pointer(verb, path, base + RPC_PATH, base + REST_PATH)
+            if pointer is not None and pointer.body is not None:
+                self._json(pointer.status, pointer.body)
+                return
             self._refuse(A2AError("MethodNotFound", f"No such resource: {path}"), False)
             return
         principal = self._gate(False)

@@ -2,7 +2,8 @@
 
 Paths are relative to the binding's base path (no `/v1`). Success bodies are the bare response
 messages; errors are AIP-193 `google.rpc.Status` bodies with the error table's HTTP status; streams
-carry bare StreamResponse objects. Rules: no sockets; the transport owns headers and SSE framing.
+carry bare StreamResponse objects. Pre-1.0 routes (`/a2a/tasks/send`, ...) get a 404 naming their
+v1.0 replacement and run nothing. Rules: no sockets; the transport owns headers and SSE framing.
 """
 
 from __future__ import annotations
@@ -54,6 +55,27 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler, bool, bool]] = [
 ]
 _INT_PARAMS = frozenset({"historyLength", "pageSize"})
 
+_BODY = '{{"message": {{"messageId": "...", "role": "ROLE_USER", "parts": [{{"text": "..."}}]}}}}'
+# Pre-1.0 A2A routes (served under /a2a by older kits) -> their v1.0 replacement; {rpc} and {rest} are our URLs.
+LEGACY_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    (
+        "POST",
+        re.compile(r"/a2a/tasks/send"),
+        "SendMessage at POST {rpc}, or REST POST {rest}/message:send, body " + _BODY,
+    ),
+    (
+        "POST",
+        re.compile(r"/a2a/tasks/sendSubscribe"),
+        "SendStreamingMessage at POST {rpc}, or REST POST {rest}/message:stream, body " + _BODY,
+    ),
+    (
+        "POST",
+        re.compile(rf"/a2a/tasks/{_ID}/cancel"),
+        "CancelTask at POST {rpc}, or REST POST {rest}/tasks/{id}:cancel",
+    ),
+    ("GET", re.compile(rf"/a2a/tasks/{_ID}"), "GetTask at POST {rpc}, or REST GET {rest}/tasks/{id}"),
+]
+
 
 class RestReply:
     __slots__ = ("body", "status", "stream")
@@ -66,6 +88,17 @@ class RestReply:
 
 def failure(exc: A2AError) -> RestReply:
     return RestReply(exc.status, exc.rest_error())
+
+
+def legacy_pointer(method: str, path: str, rpc_url: str, rest_url: str) -> RestReply | None:
+    """A 404 naming the v1.0 replacement of a pre-1.0 route (a full request path), or None."""
+    for verb, pattern, replacement in LEGACY_ROUTES:
+        found = pattern.fullmatch(path)
+        if verb == method and found is not None:
+            text = replacement.format(rpc=rpc_url, rest=rest_url, **found.groupdict())
+            text = f"{method} {path} is a pre-1.0 A2A route; A2A v1.0 uses JSON-RPC method {text}"
+            return failure(A2AError("MethodNotFound", text))
+    return None
 
 
 def _query(pairs: dict[str, list[str]]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """dispatcher: turns one parsed JSON-RPC message into at most one reply, for both eras.
 
 It fixes a connection's era, walks the modern envelope ladder (digest §1), finds the handler
-in the method table, and shapes the result for the era. Rules: it knows no sockets, threads
+in the method table, and shapes the result for the era. A ladder error for a request that
+carries an older kit's bare `_meta` keys (`protocolVersion`, ...) names the MCP keys to send;
+those keys are read only on the way to an error. Rules: it knows no sockets, threads
 or encodings; transports give it a Connection (per stdio stream or HTTP session), an Outbox
 (notifications and legacy server→client requests) and a cancel flag, and optional header
 checks (HTTP) at the two ladder steps that need them.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.registry import Registry
@@ -82,11 +84,47 @@ def is_enveloped(message: dict[str, Any]) -> bool:
     return meta is not None and mcp.META_PROTOCOL_VERSION in meta
 
 
-def _envelope_error(meta: dict[str, Any]) -> NoReturn:
+# The un-namespaced `_meta` keys older "stateless MCP" kits sent, and the MCP key each one means.
+# Read only on the way to an error reply, never on the hot path.
+BARE_META_KEYS: Final = {
+    "protocolVersion": mcp.META_PROTOCOL_VERSION,
+    "clientCapabilities": mcp.META_CLIENT_CAPABILITIES,
+    "clientInfo": mcp.META_CLIENT_INFO,
+}
+
+
+def bare_key_hint(message: dict[str, Any]) -> str:
+    """For a failing request: '' or "send `io.modelcontextprotocol/…` in _meta (bare `…` is not an MCP key)"."""
+    meta = _meta_of(message.get("params"))
+    if meta is None:
+        return ""
+    bare = [key for key, namespaced in BARE_META_KEYS.items() if key in meta and namespaced not in meta]
+    if not bare:
+        return ""
+    wanted = ", ".join(f"`{BARE_META_KEYS[key]}`" for key in bare)
+    named = ", ".join(f"`{key}`" for key in bare)
+    verb = "is not an MCP key" if len(bare) == 1 else "are not MCP keys"
+    return f"send {wanted} in _meta (bare {named} {verb})"
+
+
+def _with_hint(text: str, message: dict[str, Any]) -> str:
+    hint = bare_key_hint(message)
+    return f"{text}; {hint}" if hint else text
+
+
+def modern_only_message(method: str, message: dict[str, Any]) -> str:
+    """The -32601 text for a 2026-07-28-only method reached without the `_meta` envelope."""
+    hint = bare_key_hint(message) or (
+        f"send `{mcp.META_PROTOCOL_VERSION}` and `{mcp.META_CLIENT_CAPABILITIES}` in params._meta"
+    )
+    return f"Method not found: {method} needs the 2026-07-28 _meta envelope: {hint}"
+
+
+def _envelope_error(meta: dict[str, Any], message: dict[str, Any]) -> NoReturn:
     """Raise the -32602 for a _meta without a well-typed protocol version and capabilities."""
     for key, kind in ((mcp.META_PROTOCOL_VERSION, str), (mcp.META_CLIENT_CAPABILITIES, dict)):
         if key not in meta:
-            raise RpcError(INVALID_PARAMS, f'Invalid params: _meta is missing "{key}"')
+            raise RpcError(INVALID_PARAMS, _with_hint(f'Invalid params: _meta is missing "{key}"', message))
         if not isinstance(meta[key], kind):
             raise RpcError(INVALID_PARAMS, f'Invalid params: _meta "{key}" must be a {kind.__name__}')
     raise AssertionError("called for a well-formed _meta")
@@ -167,7 +205,7 @@ class Dispatcher:
         version = meta.get(mcp.META_PROTOCOL_VERSION)
         declared = meta.get(mcp.META_CLIENT_CAPABILITIES)
         if not isinstance(version, str) or not isinstance(declared, dict):
-            _envelope_error(meta)
+            _envelope_error(meta, message)
         if check is not None:
             check("envelope", message)
         if version not in mcp.MODERN_VERSIONS:
@@ -200,7 +238,9 @@ class Dispatcher:
             raise RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: this connection uses the initialize handshake")
         entry = methods.METHODS.get(method)
         if entry is None or LEGACY not in entry.eras or not self._offers(entry.needs):
-            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+            if entry is not None and MODERN in entry.eras and LEGACY not in entry.eras:
+                raise RpcError(jsonrpc.METHOD_NOT_FOUND, modern_only_message(method, message))
+            raise RpcError(jsonrpc.METHOD_NOT_FOUND, _with_hint(f"Method not found: {method}", message))
         params = message.get("params") or {}
         meta = _meta_of(params) or {}
         call = methods.Call(

@@ -30,6 +30,10 @@ RULES: dict[str, str] = {
     "path-missing": "Path does not exist: {path}",
     "not-directory": "Not a directory: {path}",
     "skill-md-missing": "Missing required file: SKILL.md",
+    "flat-skill-file": "skills are directories: move {file} to {suggested}/SKILL.md (the directory "
+    "name must equal the skill's name)",
+    "skill-md-misnamed": "Missing required file: SKILL.md; found {found}: skills are directories "
+    "holding exactly SKILL.md, so rename it to {dir}/SKILL.md",
     "skill-md-case": "the file must be named exactly 'SKILL.md' (found '{found}'); Claude "
     "Code and Agent Plugins clients look for that exact name",
     "not-utf8": "SKILL.md is not valid UTF-8 ({detail})",
@@ -285,6 +289,36 @@ def find_skill_md(directory: Path) -> tuple[Path | None, str | None]:
     return (directory / other, other) if other else (None, None)
 
 
+def _suggested_name(flat: Path) -> str:
+    """The directory a flat NAME.md skill belongs in: its frontmatter name, else NAME as a skill name."""
+    try:
+        data = frontmatter.read(flat.read_text(encoding="utf-8")).data
+    except (OSError, UnicodeDecodeError):
+        data = None
+    name = data.get("name") if data is not None else None
+    if isinstance(name, str) and NAME_PATTERN.fullmatch(name.strip()):
+        return name.strip()
+    return re.sub(r"[^a-z0-9]+", "-", flat.stem.lower()).strip("-") or "my-skill"
+
+
+def _not_a_skill_dir(given: Path) -> Finding:
+    """The finding for a path that is not a skill directory: a flat NAME.md gets the way to fix it."""
+    if given.is_file() and given.suffix.lower() == ".md":
+        args: dict[str, object] = {"file": given.name, "suggested": _suggested_name(given)}
+        return _finding("flat-skill-file", args, str(given), None)
+    return _finding("not-directory", {"path": given}, str(given), None)
+
+
+def _missing_skill_md(given: Path) -> Finding:
+    """SKILL.md is missing: name a lone NAME.md beside it as the file to rename."""
+    markdown = sorted(n for n in os.listdir(given) if n.lower().endswith(".md") and (given / n).is_file())
+    others = [n for n in markdown if n.lower() not in ("readme.md", "license.md", "changelog.md")]
+    if len(others) == 1:
+        args: dict[str, object] = {"found": others[0], "dir": given.name}
+        return _finding("skill-md-misnamed", args, str(given / others[0]), None)
+    return _finding("skill-md-missing", {}, str(given / SKILL_MD), None)
+
+
 def validate_skill(path: Path | str, *, strict: bool = False) -> SkillReport:
     """Validate a skill directory (or a path to its SKILL.md) and collect every finding."""
     given = Path(path)
@@ -295,11 +329,11 @@ def validate_skill(path: Path | str, *, strict: bool = False) -> SkillReport:
         report.findings.append(_finding("path-missing", {"path": given}, str(given), None))
         return report
     if not given.is_dir():
-        report.findings.append(_finding("not-directory", {"path": given}, str(given), None))
+        report.findings.append(_not_a_skill_dir(given))
         return report
     skill_md, odd_name = find_skill_md(given)
     if skill_md is None:
-        report.findings.append(_finding("skill-md-missing", {}, str(given / SKILL_MD), None))
+        report.findings.append(_missing_skill_md(given))
         return report
     if odd_name is not None:
         report.findings.append(_finding("skill-md-case", {"found": odd_name}, str(skill_md), None))
