@@ -13,6 +13,8 @@ _EXPORTS = {
     "Server": "mcp_agent_kit.server",
     "Client": "mcp_agent_kit.client",
     "Context": "mcp_agent_kit.core.context",
+    "Elicited": "mcp_agent_kit.core.elicit_types",
+    "TestClient": "mcp_agent_kit.testing",
     "ToolResult": "mcp_agent_kit.core.content",
     "ToolError": "mcp_agent_kit.core.content",
     "ResourceNotFound": "mcp_agent_kit.core.registry",
@@ -25,9 +27,11 @@ _EXPORTS = {
 __all__ = [
     "Client",
     "Context",
+    "Elicited",
     "ResourceNotFound",
     "RpcError",
     "Server",
+    "TestClient",
     "ToolError",
     "ToolResult",
     "content",
@@ -40,9 +44,11 @@ if TYPE_CHECKING:
     from mcp_agent_kit.core import content
     from mcp_agent_kit.core.content import ToolError, ToolResult
     from mcp_agent_kit.core.context import Context
+    from mcp_agent_kit.core.elicit_types import Elicited
     from mcp_agent_kit.core.registry import ResourceNotFound
     from mcp_agent_kit.core.tasks import start_task, task_tool
     from mcp_agent_kit.server import Server
+    from mcp_agent_kit.testing import TestClient
     from mcp_agent_kit.wire.jsonrpc import RpcError
 
 
@@ -56,3 +62,8 @@ def __getattr__(name: str) -> Any:
     value = module if name == "content" else getattr(module, name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API, for the REPL and IDEs (the names load lazily, so they are not globals yet)."""
+    return sorted({*globals(), *__all__})

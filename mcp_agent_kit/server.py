@@ -1,17 +1,83 @@
-"""server: the public Server — a registry with a dispatcher and ways to run it.
+"""server: the public Server — a registry with a dispatcher, a lifespan and ways to run it.
 
 This facade sits above the core and the transports: `Server` registers tools, resources and
-prompts (core.registry) and serves them with `run()` on stdio or Streamable HTTP. Rules: no
-protocol logic here; transports are imported only when a server is run.
+prompts (core.registry) and serves them with `run()` on stdio or Streamable HTTP. Its lifespan
+(a context manager function taking the server) is entered once before serving starts and left
+when serving stops; what it yields is `server.lifespan_value` (`ctx.lifespan` in handlers).
+Rules: no protocol logic here; transports are imported only when a server is run.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
 from mcp_agent_kit.core.registry import Registry
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.testing import TestClient
+
+Lifespan = Callable[[Any], Any]
+
+
+def _open(fn: Lifespan, server: Server) -> tuple[Any, Callable[..., Any]]:
+    """Enter fn(server): (the yielded value, how to exit). fn is a (async) context manager
+    function, or a bare (async) generator function yielding once."""
+    import contextlib
+    import inspect
+
+    if inspect.isasyncgenfunction(fn):
+        fn = contextlib.asynccontextmanager(fn)
+    elif inspect.isgeneratorfunction(fn):
+        fn = contextlib.contextmanager(fn)
+    manager = fn(server)
+    if hasattr(manager, "__enter__"):
+        return manager.__enter__(), manager.__exit__
+    if hasattr(manager, "__aenter__"):  # on the loop async handlers run on, so they can share it
+        from mcp_agent_kit.core.invoke import run_coroutine
+
+        return run_coroutine(manager.__aenter__()), lambda *exc: run_coroutine(manager.__aexit__(*exc))
+    raise TypeError(f"lifespan {fn!r} must return a context manager (use a generator function yielding once)")
+
+
+class Running:
+    """`with server.running() as value:` — the lifespan entered for the block (nesting enters it once)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._open = False
+
+    def __enter__(self) -> Any:
+        server = self.server
+        with server._life_lock:
+            if server._depth == 0 and server._lifespan_fn is not None:
+                server.lifespan_value, server._life_exit = _open(server._lifespan_fn, server)
+            server._depth += 1
+            self._open = True
+        return server.lifespan_value
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close(*exc)
+
+    def close(self, *exc: Any) -> None:
+        """Leave once (also called by the stdio transport before it exits the process on SIGTERM)."""
+        server = self.server
+        with server._life_lock:
+            if not self._open:
+                return
+            self._open = False
+            server._depth -= 1
+            leave = server._life_exit if server._depth == 0 else None
+            if leave is not None:
+                server._life_exit = None
+        if leave is not None:
+            try:
+                leave(*(exc or (None, None, None)))
+            finally:
+                server.lifespan_value = None
 
 
 class Server(Registry):
@@ -19,32 +85,87 @@ class Server(Registry):
 
     _dispatcher: Dispatcher | None = None
 
+    def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None, **options: Any) -> None:
+        super().__init__(name, version, **options)
+        self._lifespan_fn = lifespan
+        self.lifespan_value: Any = None
+        self._life_exit: Callable[..., Any] | None = None
+        self._life_lock = threading.Lock()
+        self._depth = 0
+
     @property
     def dispatcher(self) -> Dispatcher:
         if self._dispatcher is None:
             self._dispatcher = Dispatcher(self)
         return self._dispatcher
 
-    def handle(self, message: dict[str, Any], conn: Connection | None = None) -> dict[str, Any] | None:
-        """Answer one parsed JSON-RPC message in-process (handy in tests)."""
-        return self.dispatcher.handle(message, conn if conn is not None else Connection())
+    # ---- lifespan ---------------------------------------------------------------------------
+    def lifespan(self, fn: Lifespan) -> Lifespan:
+        """Set the lifespan: `@server.lifespan` on a generator function taking the server, which
+        sets up, yields what handlers reach as `ctx.lifespan`, and cleans up after the yield."""
+        self._lifespan_fn = fn
+        return fn
 
+    def running(self) -> Running:
+        """The lifespan as a context manager, for in-process use: `with server.running():`."""
+        return Running(self)
+
+    # ---- in-process -------------------------------------------------------------------------
+    def handle(
+        self, message: dict[str, Any], conn: Connection | None = None, out: Outbox | None = None
+    ) -> dict[str, Any] | None:
+        """Answer one parsed JSON-RPC message in-process (handy in tests)."""
+        return self.dispatcher.handle(message, conn if conn is not None else Connection(), out)
+
+    def test_client(self, era: str = "2026-07-28", **options: Any) -> TestClient:
+        """An in-memory client speaking `era` (see mcp_agent_kit.testing.TestClient)."""
+        from mcp_agent_kit.testing import TestClient
+
+        return TestClient(self, era, **options)
+
+    # ---- serving ------------------------------------------------------------------------------
     def serve_stdio(self, **options: Any) -> int:
         from mcp_agent_kit.transports.stdio import serve_stdio
 
-        return serve_stdio(self.dispatcher, **options)
+        running = self.running()
+        with running:  # on SIGTERM with stdin still open the transport calls os._exit: close first
+            return serve_stdio(self.dispatcher, before_exit=running.close, **options)
 
     def serve_http(self, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
         from mcp_agent_kit.transports import http
 
-        code: int = http.serve_http(self.dispatcher, host, port, **options)
+        with self.running():
+            code: int = http.serve_http(self.dispatcher, host, port, **options)
         return code
 
-    def run(self, argv: list[str] | None = None) -> None:
-        """Serve stdio, or Streamable HTTP with `--http HOST:PORT` (see `--help`); exits the process."""
-        args = sys.argv[1:] if argv is None else argv
-        if not args:
-            sys.exit(self.serve_stdio())  # the common case, without loading argparse
-        from mcp_agent_kit.transports.cli import run_server
+    def run(
+        self,
+        argv: list[str] | None = None,
+        *,
+        transport: Literal["stdio", "http"] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        **options: Any,
+    ) -> int:
+        """Serve until stopped.
 
-        sys.exit(run_server(self, args))
+        `run()` / `run(argv)`: stdio, or Streamable HTTP with `--http HOST:PORT` (see `--help`);
+        exits the process. `run(transport="stdio")` or `run(transport="http", host=..., port=...)`
+        returns the exit code when serving stops (EOF, SIGTERM, Ctrl-C)."""
+        if transport is None:
+            args = sys.argv[1:] if argv is None else argv
+            if not args:
+                sys.exit(self.serve_stdio())  # the common case, without loading argparse
+            from mcp_agent_kit.transports.cli import run_server
+
+            sys.exit(run_server(self, args))
+        if argv is not None:
+            raise ValueError("give command-line argv or transport=, not both")
+        runners: dict[str, Callable[[], int]] = {
+            "stdio": lambda: self.serve_stdio(**options),
+            "http": lambda: self.serve_http(host, port, **options),
+        }
+        runner = runners.get(transport)
+        if runner is None:
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        return runner()

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from mcp_agent_kit.core.content import ToolError
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.elicit_types import Elicited
+
 Notify = Callable[[dict[str, Any]], None]
+T = TypeVar("T")
 
 
 class CancelFlag(threading.Event):
@@ -173,6 +177,7 @@ class Context:
         cancel_event: threading.Event | None = None,
         state: dict[str, Any] | None = None,
         interrupt: Callable[[], bool] | None = None,
+        server: Any = None,
     ) -> None:
         self.method = method
         self.request_id = request_id
@@ -184,12 +189,18 @@ class Context:
         self.principal = principal
         self.cancel_event = cancel_event or CancelFlag()
         self.state: dict[str, Any] = state if state is not None else {}
+        self.server = server
         self._notify = notify
         self._broker = broker
         self._interrupt = interrupt
         self._log_rank = mcp.LOG_LEVEL_RANK[log_level] if log_level else None
         self._last_progress: float | None = None
         self._counters: dict[str, int] = {}
+
+    @property
+    def lifespan(self) -> Any:
+        """What the server's lifespan function yielded (None when it has none or is not running)."""
+        return getattr(self.server, "lifespan_value", None)
 
     @property
     def cancelled(self) -> bool:
@@ -242,15 +253,33 @@ class Context:
         self._counters[kind] = count
         return f"{kind}_{count}"
 
+    @overload
     def elicit(
-        self,
-        message: str,
-        requested_schema: dict[str, Any] | None = None,
-        *,
-        key: str | None = None,
+        self, message: str, requested_schema: dict[str, Any] | None = None, *, key: str | None = None,
         url: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the user (form mode, or URL mode when url is given); returns the ElicitResult."""
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def elicit(self, message: str, requested_schema: type[T], *, key: str | None = None) -> Elicited[T]: ...
+
+    @overload
+    def elicit(self, message: str, requested_schema: Any, *, key: str | None = None) -> Elicited[Any]: ...
+
+    def elicit(
+        self, message: str, requested_schema: Any = None, *, key: str | None = None, url: str | None = None
+    ) -> Any:
+        """Ask the user (form mode, or URL mode when url is given).
+
+        With a schema dict (or nothing) returns the ElicitResult dict. With a type (bool, str,
+        int, float, a Literal of strings, an Enum, a dataclass, a TypedDict) asks with the form
+        built from it and returns an `Elicited` with `.action` and the typed `.data`."""
+        if requested_schema is not None and not isinstance(requested_schema, dict):
+            from mcp_agent_kit.core.elicit_types import form
+
+            if url is not None:
+                raise ValueError("a typed elicitation is a form: give a type or url=, not both")
+            compiled = form(requested_schema)
+            return compiled.read(message, self.elicit(message, compiled.schema, key=key))
         params: dict[str, Any] = {"message": message}
         if url is not None:
             params.update(mode="url", url=url)
@@ -291,10 +320,22 @@ class Context:
 
         return await asyncio.to_thread(self.ask, requests)
 
-    async def aelicit(self, message: str, requested_schema: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    @overload
+    async def aelicit(
+        self, message: str, requested_schema: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def aelicit(self, message: str, requested_schema: type[T], **kw: Any) -> Elicited[T]: ...
+
+    @overload
+    async def aelicit(self, message: str, requested_schema: Any, **kw: Any) -> Elicited[Any]: ...
+
+    async def aelicit(self, message: str, requested_schema: Any = None, **kw: Any) -> Any:
+        """`elicit` for async functions (the same schema-or-type forms)."""
         import asyncio
 
-        return await asyncio.to_thread(self.elicit, message, requested_schema, **kw)
+        return await asyncio.to_thread(lambda: self.elicit(message, requested_schema, **kw))
 
     async def asample(self, messages: list[dict[str, Any]] | str, max_tokens: int = 256, **kw: Any) -> dict[str, Any]:
         import asyncio

@@ -85,6 +85,7 @@ class Call:
             cancel_event=self.cancel,
             state=state,
             interrupt=getattr(out, "interrupt", None),
+            server=self.dispatcher.registry,
         )
 
 

@@ -7,19 +7,14 @@ dispatch, no transports, no eras; change listeners are plain callables.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar
 
-from mcp_agent_kit.core.signature import (
-    context_parameter,
-    converters,
-    docstring_summary,
-    parameters_schema,
-)
+from mcp_agent_kit.core.handler import Handler as Handler  # re-exported: methods, mrtr, invoke
+from mcp_agent_kit.core.signature import docstring_summary, parameters_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 ListKind = Literal["tools", "resources", "resourceTemplates", "prompts"]
@@ -38,62 +33,6 @@ class ResourceNotFound(LookupError):
     def __init__(self, uri: str) -> None:
         super().__init__(f"Resource not found: {uri}")
         self.uri = uri
-
-
-def _context_type() -> type:
-    from mcp_agent_kit.core.context import Context
-
-    return Context
-
-
-class Handler:
-    """A user callable plus how to call it."""
-
-    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "plain", "takes_kwargs")
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        context_arg: str | None,
-        takes_kwargs: bool,
-        is_async: bool,
-        converters: dict[str, Callable[[Any], Any]] | None = None,
-    ) -> None:
-        self.fn = fn
-        self.context_arg = context_arg
-        self.takes_kwargs = takes_kwargs
-        self.is_async = is_async
-        self.plain = context_arg is None and not is_async  # callable directly: no Context, no event loop
-        self.converters = converters or {}
-        # The argument names fn can receive (None: it takes **kwargs, so any name).
-        self.accepts: frozenset[str] | None = None
-        if not takes_kwargs:
-            self.accepts = frozenset(inspect.signature(fn).parameters) - {context_arg}
-
-    @classmethod
-    def wrap(cls, fn: Callable[..., Any]) -> Handler:
-        ctx = context_parameter(fn, _context_type())
-        skip = frozenset({ctx}) if ctx else frozenset()
-        _, takes_kwargs = parameters_schema(fn, skip)
-        return cls(fn, ctx, takes_kwargs, inspect.iscoroutinefunction(fn), converters(fn, skip))
-
-    def convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Arguments as the handler can take them: names it does not accept are dropped (a schema
-        may allow extra properties the function has no parameter for), Enum members and numbers
-        converted; ValueError if a value does not convert."""
-        accepts = self.accepts
-        if accepts is not None and not accepts.issuperset(arguments):
-            arguments = {key: value for key, value in arguments.items() if key in accepts}
-        if not self.converters:
-            return arguments
-        converted = dict(arguments)
-        for name, convert in self.converters.items():
-            if name in converted and converted[name] is not None:
-                try:
-                    converted[name] = convert(converted[name])
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"argument {name!r}: cannot convert {converted[name]!r}") from exc
-        return converted
 
 
 class ToolDef:
@@ -170,9 +109,19 @@ class TemplateDef:
         self.mime_type = mime_type
         self.pattern = pattern
 
-    def match(self, uri: str) -> dict[str, str] | None:
+    def match(self, uri: str) -> dict[str, Any] | None:
+        """The template's variables in uri, converted as the handler's hints say (`item_id: int`
+        receives an int); None when uri does not match or a value does not convert."""
         found = self.pattern.fullmatch(uri)
-        return found.groupdict() if found else None
+        if found is None:
+            return None
+        variables = found.groupdict()
+        if not self.handler.converters:
+            return variables
+        try:
+            return self.handler.convert(variables)
+        except ValueError:
+            return None
 
 
 class PromptDef:
@@ -280,7 +229,7 @@ class Registry:
         title: str | None = None,
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | Literal[False] | None = None,
         annotations: dict[str, Any] | None = None,
         read_only: bool | None = None,
         destructive: bool | None = None,
@@ -290,13 +239,25 @@ class Registry:
         meta: dict[str, Any] | None = None,
         long_running: bool = False,
     ) -> ToolDef:
+        from mcp_agent_kit.core import typed
+
         handler = Handler.wrap(fn)
         tool_name = name or fn.__name__
         if not TOOL_NAME.match(tool_name):
             raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
         if input_schema is None:
-            skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
-            input_schema, _ = parameters_schema(fn, skip)
+            try:
+                input_schema, _ = parameters_schema(fn, skip, strict=True)
+            except ValueError as exc:
+                hint = "annotate it with a JSON type or pass input_schema="
+                raise ValueError(f"tool {tool_name!r}: {exc}; {hint}") from exc
+        wrapped = False
+        if output_schema is None:  # inferred from the return annotation; False: none at all
+            output_schema, wrapped = typed.output_schema(fn)
+        elif output_schema is False:
+            output_schema = None
+        handler.fn = typed.tool_function(fn, handler.is_async, skip, wrapped, output_schema is not None)
         if input_schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object'")
         hints = dict(annotations or {})
@@ -374,7 +335,7 @@ class Registry:
         table: dict[str, Any] = self._templates if "{" in uri else self._resources
         self._drop(table, uri, "resourceTemplates" if "{" in uri else "resources")
 
-    def find_resource(self, uri: str) -> tuple[ResourceDef | TemplateDef, dict[str, str]] | None:
+    def find_resource(self, uri: str) -> tuple[ResourceDef | TemplateDef, dict[str, Any]] | None:
         """The static resource for uri, else the first template (in sorted order) matching it."""
         static = self._resources.get(uri)
         if static is not None:

@@ -1,7 +1,8 @@
 """signature: derives a JSON Schema for a Python callable's parameters from its type hints.
 
 Rules: pure introspection; knows nothing of MCP or transports. Unknown annotations map to the
-permissive schema `{}` rather than failing, so any callable can be registered.
+permissive schema `{}` rather than failing, so any callable can be registered, unless the caller
+asks for `strict=True` (tool parameters), which raises UnmappableType instead.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import enum
 import inspect
 import types
 import typing
+from collections import abc
 from collections.abc import Callable
 from typing import Any
 
@@ -22,13 +24,34 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     dict: {"type": "object"},
     list: {"type": "array"},
     Any: {},
+    object: {},
 }
 
 
-def schema_for(annotation: Any) -> dict[str, Any]:
-    """The JSON Schema for one type annotation (a small, predictable subset of typing)."""
-    if annotation is inspect.Parameter.empty:
-        return {}
+_ARRAYS = (list, tuple, set, frozenset, abc.Sequence)
+_OBJECTS = (dict, abc.Mapping)
+
+
+class UnmappableType(TypeError):
+    """A type annotation with no JSON Schema (raised by schema_for(..., strict=True))."""
+
+    def __init__(self, annotation: Any) -> None:
+        super().__init__(f"no JSON Schema for type {annotation!r}")
+        self.annotation = annotation
+
+
+def is_dataclass_type(annotation: Any) -> bool:
+    """True for a dataclass class (without importing dataclasses)."""
+    return isinstance(annotation, type) and hasattr(annotation, "__dataclass_fields__")
+
+
+def schema_for(annotation: Any, strict: bool = False) -> dict[str, Any]:
+    """The JSON Schema for one type annotation (a small, predictable subset of typing).
+
+    An annotation it cannot map is `{}`, or UnmappableType when strict.
+    """
+    if annotation is inspect.Parameter.empty or isinstance(annotation, str):
+        return {}  # no hint, or a forward reference that did not resolve
     try:
         scalar = _SCALARS.get(annotation)
     except TypeError:  # unhashable, e.g. Annotated[..., {"maxLength": 5}]
@@ -38,9 +61,9 @@ def schema_for(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin in (typing.NotRequired, typing.Required):
-        return schema_for(args[0])
+        return schema_for(args[0], strict)
     if origin is typing.Annotated:
-        schema = schema_for(args[0])
+        schema = schema_for(args[0], strict)
         for extra in args[1:]:
             if isinstance(extra, str):
                 schema["description"] = extra
@@ -50,30 +73,53 @@ def schema_for(annotation: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
-        members = [schema_for(arg) for arg in args]
+        members = [schema_for(arg, strict) for arg in args]
         return {"anyOf": members}
-    if origin in (list, tuple, set, frozenset) or origin is typing.Sequence:
+    if origin in _ARRAYS:
         schema = {"type": "array"}
         if origin is tuple and args and args[-1] is not Ellipsis:
-            return {**schema, "prefixItems": [schema_for(a) for a in args], "items": False}
+            return {**schema, "prefixItems": [schema_for(a, strict) for a in args], "items": False}
         if args:
-            schema["items"] = schema_for(args[0])
+            schema["items"] = schema_for(args[0], strict)
         if origin in (set, frozenset):
             schema["uniqueItems"] = True
         return schema
-    if origin is dict or origin is typing.Mapping:
+    if origin in _OBJECTS:
         schema = {"type": "object"}
         if len(args) == 2:
-            schema["additionalProperties"] = schema_for(args[1])
+            schema["additionalProperties"] = schema_for(args[1], strict)
         return schema
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return {"enum": [member.value for member in annotation]}
     if typing.is_typeddict(annotation):
-        return _typeddict_schema(annotation)
+        return _typeddict_schema(annotation, strict)
+    if is_dataclass_type(annotation):
+        return _dataclass_schema(annotation, strict)
+    if strict:
+        raise UnmappableType(annotation)
     return {}
 
 
-def _typeddict_schema(annotation: Any) -> dict[str, Any]:
+def _dataclass_schema(annotation: Any, strict: bool) -> dict[str, Any]:
+    """A dataclass as an object: its init fields, required unless they have a default."""
+    import dataclasses
+
+    hints = typing.get_type_hints(annotation, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for field in dataclasses.fields(annotation):
+        if not field.init:
+            continue
+        schema = schema_for(hints.get(field.name, field.type), strict)
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            required.append(field.name)
+        elif field.default is not dataclasses.MISSING and _is_json(field.default):
+            schema["default"] = field.default
+        properties[field.name] = schema
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _typeddict_schema(annotation: Any, strict: bool = False) -> dict[str, Any]:
     hints = typing.get_type_hints(annotation, include_extras=True)
     total = getattr(annotation, "__total__", True)
     marks = {name: typing.get_origin(hint) for name, hint in hints.items()}
@@ -84,17 +130,18 @@ def _typeddict_schema(annotation: Any) -> dict[str, Any]:
     )
     return {
         "type": "object",
-        "properties": {name: schema_for(hint) for name, hint in hints.items()},
+        "properties": {name: schema_for(hint, strict) for name, hint in hints.items()},
         "required": required,
     }
 
 
 def parameters_schema(
-    fn: Callable[..., Any], skip: frozenset[str] = frozenset()
+    fn: Callable[..., Any], skip: frozenset[str] = frozenset(), strict: bool = False
 ) -> tuple[dict[str, Any], bool]:
     """The object schema for fn's parameters, and whether fn takes **kwargs.
 
-    Parameters named in `skip` (the injected context) are left out.
+    Parameters named in `skip` (the injected context) are left out. With strict, a parameter
+    whose type has no schema raises ValueError naming it.
     """
     signature = inspect.signature(fn)
     try:
@@ -112,7 +159,11 @@ def parameters_schema(
             continue
         if param.kind is inspect.Parameter.VAR_POSITIONAL:
             continue
-        schema = schema_for(hints.get(name, param.annotation))
+        hint = hints.get(name, param.annotation)
+        try:
+            schema = schema_for(hint, strict)
+        except UnmappableType as exc:
+            raise ValueError(f"parameter {name!r}: no JSON Schema for its type {exc.annotation!r}") from exc
         if param.default is inspect.Parameter.empty:
             required.append(name)
         elif _is_json(param.default):

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcp_agent_kit.core.context import CancelFlag
@@ -300,8 +301,10 @@ class _Worker:
         self.thread: threading.Thread | None = None
 
 
-def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
-    """Serve on the process's stdin/stdout, keeping stray prints off the protocol stream."""
+def serve_stdio(dispatcher: Dispatcher, before_exit: Callable[[], None] | None = None, **options: Any) -> int:
+    """Serve on the process's stdin/stdout, keeping stray prints off the protocol stream.
+
+    before_exit runs before the process is left with os._exit (see below)."""
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
@@ -313,6 +316,8 @@ def serve_stdio(dispatcher: Dispatcher, **options: Any) -> int:
     if transport.readers_alive():
         # A reader is still blocked on stdin (we stopped on SIGTERM): the interpreter cannot
         # shut down cleanly around it, so flush and leave now. All replies were written.
+        if before_exit is not None:
+            before_exit()
         if "logging" in sys.modules:
             sys.modules["logging"].shutdown()
         sys.stderr.flush()
