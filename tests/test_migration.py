@@ -136,6 +136,21 @@ def test_6_bare_keys_in_process_both_eras() -> None:
     assert "result" in server.handle(enveloped)  # type: ignore[operator]
 
 
+def test_6_bare_meta_keys_over_http_name_the_mcp_keys() -> None:
+    from tests.http.conftest import start
+
+    running = start(small_server().dispatcher)
+    try:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": OLD_META}}
+        status, _, payload = running.post(body)
+    finally:
+        running.server.shutdown()
+        running.server.server_close()
+    error = json.loads(payload)["error"]
+    assert status == 400 and error["code"] == -32600
+    assert "`io.modelcontextprotocol/protocolVersion`" in error["message"] and "bare `protocolVersion`" in error["message"]
+
+
 # ---- 7-10: the A2A server -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def a2a(project: Path) -> Iterator[int]:
@@ -208,7 +223,6 @@ def test_a2a_legacy_routes_in_process() -> None:
 
 
 # ---- 11: the project's tests ----------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="waiting for the template shims")
 def test_11_unittest_discover_runs_the_project_tests(project: Path) -> None:
     command = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-p", "test_*.py", "-v"]
     done = run(command, project, project=project)

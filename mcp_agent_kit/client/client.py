@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mcp_agent_kit import __version__
 from mcp_agent_kit.client.channel import Channel, PeerError, drive
 from mcp_agent_kit.client.headers import header_params
 from mcp_agent_kit.client.inputs import Callback, ClientError, InputAnswerer
@@ -27,7 +28,7 @@ from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 log = logging.getLogger("mcp_agent_kit.client")
-CLIENT_INFO = {"name": "mcp-agent-kit", "version": "0.1.0"}
+CLIENT_INFO = {"name": "mcp-agent-kit", "version": __version__}
 Progress = Callable[[float, float | None, str | None], None]
 MAX_PAGES = 1000
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})

@@ -114,6 +114,8 @@ def output_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any] | None, bool]:
             return None, False
     except TypeError:  # an unhashable annotation: not one of the shapeless ones
         pass
+    if typing.get_origin(bare) in _MAPPINGS and typing.get_args(bare)[-1:] in ((Any,), (object,)):
+        return None, False  # dict[str, Any] says nothing (and is how content blocks are typed)
     try:
         schema = schema_for(annotation, strict=True)
     except (UnmappableType, NameError, TypeError):

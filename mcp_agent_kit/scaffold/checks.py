@@ -123,6 +123,9 @@ def tool_rule_violations(tool: dict[str, Any]) -> list[str]:
     hints = tool.get("annotations") or {}
     if "readOnlyHint" not in hints and "destructiveHint" not in hints:
         problems.append("annotations must declare readOnlyHint or destructiveHint")
+    elif hints.get("readOnlyHint") is not True and hints.get("destructiveHint") is not True:
+        problems.append("one of read_only or destructive must be true (a tool that neither only reads nor"
+                        " destroys: read_only=False, destructive=False says nothing)")
     schema = tool.get("inputSchema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         problems.append('inputSchema must be an object schema (type "object")')
@@ -134,6 +137,37 @@ def tool_rule_violations(tool: dict[str, Any]) -> list[str]:
     return problems
 
 
+def signature_violations(tool: dict[str, Any], fn: Callable[..., Any], skip: frozenset[str]) -> list[str]:
+    """Where the function cannot take what its inputSchema allows (or needs what it never sends)."""
+    import inspect
+
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return []
+    try:
+        parameters = [p for p in inspect.signature(fn).parameters.values() if p.name not in skip]
+    except (TypeError, ValueError):
+        return []
+    kinds = inspect.Parameter
+    name = getattr(inspect.unwrap(fn), "__name__", "the function")
+    takes_any = any(p.kind is kinds.VAR_KEYWORD for p in parameters)
+    names = {p.name for p in parameters if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)}
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    required = set(schema.get("required") or [])
+    problems = []
+    unknown = sorted(set(properties) - names) if not takes_any else []
+    if unknown:
+        problems.append(f"inputSchema allows {', '.join(unknown)} but {name}() has no such parameter")
+    needed = sorted(p.name for p in parameters if p.default is kinds.empty
+                    and p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY) and p.name not in required)
+    if needed:
+        problems.append(f"{name}() needs {', '.join(needed)} but inputSchema does not require it")
+    if any(p.kind is kinds.POSITIONAL_ONLY for p in parameters):
+        problems.append(f"{name}() has positional-only parameters; arguments arrive by name")
+    return problems
+
+
 def check_design_rules(project: Project) -> list[Finding]:
     tools = project.tools()
     if not tools:
@@ -141,6 +175,11 @@ def check_design_rules(project: Project) -> list[Finding]:
     findings: list[Finding] = []
     for tool in tools:
         problems = tool_rule_violations(tool)
+        registered = project.server.get_tool(tool.get("name"))
+        if registered is not None:
+            handler = registered.handler
+            skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
+            problems += signature_violations(tool, handler.fn, skip)
         detail = "; ".join(problems) if problems else "follows the design rules"
         findings.append((not problems, f"tool {tool.get('name')!r}: {detail}"))
     return findings
@@ -209,7 +248,53 @@ def check_probe(project: Project) -> list[Finding]:
     return findings
 
 
-def _legacy_handshake(project: Project, env: dict[str, str]) -> Finding:
+def check_claude_entry(project: Project) -> list[Finding]:
+    """Start the server as the Claude Desktop / Claude Code entry will: this interpreter, `-m MODULE`,
+    from outside the project and without PYTHONPATH, so only an installed project can start."""
+    import tempfile
+
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    command = " ".join(_spawn(project))
+    fix = f"run `{sys.executable} -m pip install -e {project.root}`"
+    with tempfile.TemporaryDirectory() as elsewhere:
+        where = subprocess.run([sys.executable, "-c", f"import {project.module} as m; print(m.__file__)"],
+                               capture_output=True, text=True, timeout=60, env=env, cwd=elsewhere, check=False)
+        if where.returncode != 0:
+            error = (where.stderr.strip().splitlines() or ["it exits at once"])[-1]
+            return [(False, f"`{command}` cannot start: {error}; {fix}")]
+        found = Path(where.stdout.strip()).resolve()
+        if not found.is_relative_to(project.root.resolve()):
+            return [(False, f"`{command}` runs {found}, not this project's code (an old non-editable install?); {fix}")]
+        ok, detail = _legacy_handshake(project, env, elsewhere)
+    return [(ok, f"`{command}` starts from any directory; {detail}" if ok else f"`{command}`: {detail}; {fix}")]
+
+
+def check_tests(project: Project) -> list[Finding]:
+    """The project has tests that unittest (and so pytest) can find."""
+    import unittest
+
+    tests = project.root / "tests"
+    if not tests.is_dir():
+        return [(False, "no tests/ directory: add tests/test_*.py with unittest.TestCase classes")]
+    suite = unittest.defaultTestLoader.discover(str(tests), pattern="test_*.py", top_level_dir=str(tests))
+    broken = [str(test) for test in _flatten(suite) if type(test).__name__ in ("_FailedTest", "ModuleImportFailure")]
+    count = suite.countTestCases()
+    if broken:
+        return [(False, f"tests/ has modules that cannot be imported: {', '.join(broken)}")]
+    if count == 0:
+        return [(False, "tests/ has no tests to run: write unittest.TestCase classes in tests/test_*.py"
+                        " (plain pytest functions are invisible to `python -m unittest`)")]
+    return [(True, f"{count} test(s) found by `python -m unittest discover -s tests`")]
+
+
+def _flatten(suite: Any) -> list[Any]:
+    found: list[Any] = []
+    for test in suite:
+        found += _flatten(test) if hasattr(test, "__iter__") else [test]
+    return found
+
+
+def _legacy_handshake(project: Project, env: dict[str, str], cwd: str | Path | None = None) -> Finding:
     """A handshake-era client: initialize, initialized, tools/list, over a fresh process."""
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -221,7 +306,7 @@ def _legacy_handshake(project: Project, env: dict[str, str]) -> Finding:
     stdin = "".join(json.dumps(line) + "\n" for line in lines)
     try:
         done = subprocess.run(_spawn(project), input=stdin, capture_output=True, text=True, timeout=30,
-                              env=env, cwd=project.root, check=False)
+                              env=env, cwd=cwd or project.root, check=False)
     except subprocess.TimeoutExpired:
         return (False, "legacy era: no answer within 30 s")
     replies = {}
@@ -231,6 +316,9 @@ def _legacy_handshake(project: Project, env: dict[str, str]) -> Finding:
         except ValueError:
             return (False, f"legacy era: stdout carried a non-JSON line: {raw[:80]!r}")
         replies[message.get("id")] = message
+    if 1 not in replies and done.returncode:
+        error = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return (False, f"legacy era: the server exited with {done.returncode}: {error}")
     version = replies.get(1, {}).get("result", {}).get("protocolVersion")
     tools = replies.get(2, {}).get("result", {}).get("tools")
     ok = version in mcp.LEGACY_VERSIONS and isinstance(tools, list)
@@ -245,6 +333,8 @@ CHECKS: list[tuple[str, Callable[[Project], list[Finding]]]] = [
     ("SKILL.md", check_skill),
     ("plugin package", check_plugin),
     ("dual-era probe", check_probe),
+    ("Claude Desktop entry", check_claude_entry),
+    ("project tests", check_tests),
 ]
 
 
@@ -287,9 +377,12 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--fix", action="store_true", help="regenerate the skill and plugin from the tools first")
     args = parser.parse_args(argv)
-    root = root or Path.cwd()
+    root = (root or Path.cwd()).resolve()
     sys.path.insert(0, str(root))
-    project = Project(target, name, root)
+    try:
+        project = Project(target, name, root)
+    except Exception as exc:  # the user's code does not import: a failed check, never a traceback
+        return _report(args.json, [{"check": "server imports", "ok": False, "detail": import_failure(exc, root)}])
     if args.fix:
         description = str(project.server.instructions or project.server.description or name)
         written, kept = fix(project, description)
@@ -297,10 +390,40 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
             print(f"wrote {rel}", file=sys.stderr)
         for rel in kept:
             print(f"kept {rel} (you changed it; delete it to regenerate it)", file=sys.stderr)
-    rows = run_checks(project)
-    if args.json:
+    return _report(args.json, run_checks(project))
+
+
+def _report(as_json: bool, rows: list[dict[str, Any]]) -> int:
+    if as_json:
         print(json.dumps({"ok": all(row["ok"] for row in rows), "checks": rows}, indent=2))
     else:
         for row in rows:
             print(f"{'✓' if row['ok'] else '✗'} {row['check']}: {row['detail']}")
     return 0 if all(row["ok"] for row in rows) else 1
+
+
+def import_failure(exc: BaseException, root: Path) -> str:
+    """`file:line: Error: message` for an exception raised while importing the project's server."""
+    import traceback
+
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for error in chain:
+        if isinstance(error, SyntaxError) and error.filename:
+            return f"{_shown(error.filename, root)}:{error.lineno}: SyntaxError: {error.msg}"
+    innermost = chain[-1]
+    frames = [frame for error in chain for frame in traceback.extract_tb(error.__traceback__)
+              if _shown(frame.filename, root) != frame.filename]
+    where = f"{_shown(frames[-1].filename, root)}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}{type(innermost).__name__}: {innermost}"
+
+
+def _shown(filename: str, root: Path) -> str:
+    """filename relative to the project root when it lies inside it, else as given."""
+    try:
+        return str(Path(filename).resolve().relative_to(root))
+    except (ValueError, OSError):
+        return filename

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcp_agent_kit import __version__
 from mcp_agent_kit.scaffold.names import Names
+from mcp_agent_kit.scaffold.origin import WHEELS_DIR, Origin, find_origin
 
 MANIFEST = ".mcp-agent-kit.json"  # records what we generated, so --force only replaces our own files
 EXAMPLE_TOOL = "text_stats"
@@ -50,8 +51,55 @@ def _target_path(rel: Path, names: Names) -> str:
     return "/".join(parts)
 
 
-def variables(names: Names, description: str) -> dict[str, str]:
+def describe_origin(origin: Origin) -> str:
+    """One line: where the kit that made the project came from."""
+    where = f" ({origin.local})" if origin.local is not None else ""
     return {
+        "index": f"mcp-agent-kit {__version__} from the package index",
+        "wheel": f"mcp-agent-kit {__version__} from a wheel file{where}, not from PyPI",
+        "checkout": f"mcp-agent-kit {__version__} from a local checkout{where}, not from PyPI",
+        "url": f"mcp-agent-kit {__version__} from {origin.spec.partition(' @ ')[2] or 'a URL'}, not from PyPI",
+    }[origin.kind]
+
+
+def install_steps(origin: Origin) -> list[str]:
+    """The commands that install a new project against the kit that made it (run in the project)."""
+    if origin.kind == "index":
+        return ["python -m pip install -e ."]
+    if not origin.spec:  # a checkout (or a wheel that is gone): only this machine knows where it is
+        first = f"python -m pip install {origin.local}" if origin.local else "python -m pip install <mcp-agent-kit>"
+        return [first, "python -m pip install -e ."]
+    return [f'python -m pip install "{origin.spec}"', "python -m pip install -e ."]
+
+
+def _install_markdown(origin: Origin) -> str:
+    commands = "\n".join(install_steps(origin))
+    text = f"```bash\n{commands}\n```\n"
+    if origin.kind == "index":
+        return f"{text}\nThis also installs mcp-agent-kit>={__version__} from PyPI."
+    note = f"\nThis project was made with {describe_origin(origin)}"
+    if origin.kind == "wheel" and origin.spec:
+        return text + note + (
+            f"; a copy of that wheel is in `{WHEELS_DIR}/`, and the CI workflow and the Dockerfile install"
+            " the kit from it."
+        )
+    if not origin.spec:
+        return text + note + (
+            ", so install that kit first. In CI, set the repository variable"
+            " `MCP_AGENT_KIT_SPEC` to a pip requirement CI can reach (a wheel committed to this repository such as"
+            " `./wheels/mcp_agent_kit-" + __version__ + "-py3-none-any.whl`, a wheel URL, or"
+            " `mcp-agent-kit @ git+https://...`); for Docker, pass the same with"
+            " `--build-arg MCP_AGENT_KIT_SPEC=...`."
+        )
+    return text + note + "; the CI workflow and the Dockerfile install it from the same place."
+
+
+def variables(names: Names, description: str, origin: Origin | None = None) -> dict[str, str]:
+    origin = origin or find_origin()
+    return {
+        "kit_origin": describe_origin(origin),
+        "kit_spec": origin.spec,
+        "kit_install_md": _install_markdown(origin),
         "name": names.dist,
         "pkg": names.package,
         "title_py": repr(names.title),
@@ -63,8 +111,8 @@ def variables(names: Names, description: str) -> dict[str, str]:
     }
 
 
-def render_templates(names: Names, description: str) -> dict[str, str]:
-    values = variables(names, description)
+def render_templates(names: Names, description: str, origin: Origin | None = None) -> dict[str, str]:
+    values = variables(names, description, origin)
     root = template_root()
     files: dict[str, str] = {}
     for path in _walk(root):
@@ -126,8 +174,8 @@ def skill_description(description: str, names: Names) -> str:
     return f"Use when you need {names.title}: {text}. Do not use for tasks outside {names.dist}."
 
 
-def render_project(names: Names, description: str) -> dict[str, str]:
-    files = render_templates(names, description)
+def render_project(names: Names, description: str, origin: Origin | None = None) -> dict[str, str]:
+    files = render_templates(names, description, origin)
     files.update(packaging_files(tool_definitions(files, names), names, description))
     return dict(sorted(files.items()))
 

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from mcp_agent_kit.core import listen, tasks
-from mcp_agent_kit.core.dispatcher import MODERN, Connection, Dispatcher, is_enveloped
+from mcp_agent_kit.core.dispatcher import MODERN, Connection, Dispatcher, bare_key_hint, is_enveloped
 from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.http_security import Policy
@@ -389,10 +389,12 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         exchange.finish(reply, _status(reply, bool(reached)))
 
     # ---- legacy era ---------------------------------------------------------------------------
-    def _session(self, principal: str | None) -> Session | None:
+    def _session(self, principal: str | None, message: dict[str, Any] | None = None) -> Session | None:
         id_ = self.headers.get(SESSION_HEADER)
         if id_ is None:
-            self._json_error(400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+            text = "Bad Request: Mcp-Session-Id header is required"
+            hint = bare_key_hint(message) if message is not None else ""  # an older kit's bare _meta keys
+            self._json_error(400, INVALID_REQUEST, f"{text}; or, without a session, {hint}" if hint else text)
             return None
         session = self.server.sessions.get(id_.strip(), principal)
         if session is None:
@@ -404,7 +406,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         if kind == "request" and message["method"] == "initialize":
             session = srv.sessions.create(principal)
         else:
-            found = self._session(principal)
+            found = self._session(principal, message)
             if found is None:
                 return
             session = found

@@ -253,6 +253,22 @@ def test_inferred_results_are_structured(server: Server, era: str) -> None:
     assert client.call_tool("full")["structuredContent"] == {"a": 1}
 
 
+def test_loose_mappings_and_content_blocks_infer_no_schema() -> None:
+    from mcp_agent_kit import content
+
+    server = Server("loose", "1.0")
+
+    @server.tool(read_only=True)
+    def picture() -> dict[str, Any]:
+        """Use when a picture is wanted. Do not use for text."""
+        return content.image("iVBORw0KGgo=", "image/png")
+
+    tool = server.get_tool("picture")
+    assert tool is not None and "outputSchema" not in tool.wire
+    result = server.test_client().call_tool("picture")
+    assert result["content"][0]["type"] == "image" and "structuredContent" not in result
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_a_result_breaking_its_inferred_schema_is_a_server_error(server: Server, era: str) -> None:
     with pytest.raises(RpcError) as raised:

@@ -98,21 +98,104 @@ def run_validate(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_generated_project_validates_and_its_tests_pass(tmp_path: Path) -> None:
     project = generated(tmp_path)
     done = run_validate(project)
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) >= 7 and all(line.startswith("✓ ") for line in lines)
+    rows = done.stdout.splitlines()
+    # Not installed into this interpreter: the entry Claude Desktop would run cannot start, and says why.
+    failed = [line for line in rows if not line.startswith("✓ ")]
+    assert len(failed) == 1 and failed[0].startswith("✗ Claude Desktop entry:"), done.stdout
+    assert "No module named 'demo_agent'" in failed[0] and f"-m pip install -e {project}" in failed[0]
+    assert done.returncode == 1 and len(rows) >= 9
     report = json.loads(run_validate(project, "--json").stdout)
-    assert report["ok"] is True and {row["check"] for row in report["checks"]} == {name for name, _ in checks.CHECKS}
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert tests.returncode == 0, tests.stdout
+    assert report["ok"] is False and {row["check"] for row in report["checks"]} == {name for name, _ in checks.CHECKS}
+    for runner in (["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                   ["-m", "unittest", "discover", "-s", "tests", "-p", "test_*.py", "-v"]):
+        tests = subprocess.run([sys.executable, *runner], cwd=project, capture_output=True, text=True, timeout=120)
+        assert tests.returncode == 0, tests.stdout + tests.stderr
+        assert "Ran 0 tests" not in tests.stderr and "no tests ran" not in tests.stdout
     direct = subprocess.run([sys.executable, "server.py"], cwd=project, input="", capture_output=True, timeout=30)
     assert direct.returncode == 0
+
+
+def test_validate_runs_from_any_directory(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "plugin" / "plugin.json").unlink()
+    done = subprocess.run([sys.executable, str(project / "validate.py"), "--fix", "--json"], cwd=elsewhere,
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert (project / "plugin" / "plugin.json").is_file() and list(elsewhere.iterdir()) == []
+    assert all(row["ok"] for row in report["checks"] if row["check"] != "Claude Desktop entry"), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "error"),
+    [
+        ("def text_stats(text: str) -> dict[str, int]:\n    return {\n", "demo_agent/tools/example.py:2",
+         "SyntaxError"),
+        ("import no_such_module_here\n", "demo_agent/tools/example.py:1", "ModuleNotFoundError"),
+        ("raise RuntimeError('boom')\n", "demo_agent/tools/example.py:1", "RuntimeError: boom"),
+    ],
+)
+def test_a_server_that_does_not_import_is_a_failed_check(tmp_path: Path, source: str, where: str, error: str) -> None:
+    project = generated(tmp_path)
+    (project / "demo_agent" / "tools" / "example.py").write_text(source)
+    done = run_validate(project)
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
+    assert done.stdout.startswith("✗ server imports: " + where) and error in done.stdout, done.stdout
+    report = json.loads(run_validate(project, "--json").stdout)
+    assert report["ok"] is False and report["checks"][0]["detail"].startswith(where)
+
+
+def test_validate_without_the_kit_names_the_install_command(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    done = subprocess.run([sys.executable, "-I", "-S", str(project / "validate.py"), "--json"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["ok"] is False
+    assert f"-m pip install -e {project}" in report["checks"][0]["detail"]
+
+
+def test_signature_and_hint_rules() -> None:
+    from mcp_agent_kit import Server
+
+    server = Server("rules", "1.0.0")
+    description = "Use when testing the design rules. Do not use for anything else."
+
+    def mismatch(b: str) -> str:
+        return b
+
+    server.add_tool(mismatch, description=description, read_only=True,
+                    input_schema={"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]})
+
+    def neither(text: str) -> str:
+        return text
+
+    server.add_tool(neither, description=description, read_only=False, destructive=False)
+
+    def fine(text: str, ctx: object = None, limit: int = 3) -> str:
+        return text
+
+    server.add_tool(fine, description=description, destructive=True)
+    problems = {}
+    for tool in server.listing("tools"):
+        handler = server.get_tool(tool.name).handler
+        skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
+        problems[tool.name] = checks.tool_rule_violations(tool.wire) + checks.signature_violations(
+            tool.wire, handler.fn, skip)
+    assert problems["fine"] == [] or all("ctx" in p for p in problems["fine"]), problems
+    assert any("allows a but mismatch() has no such parameter" in p for p in problems["mismatch"])
+    assert any("mismatch() needs b" in p for p in problems["mismatch"])
+    assert problems["neither"] == [
+        "one of read_only or destructive must be true (a tool that neither only reads nor destroys:"
+        " read_only=False, destructive=False says nothing)"
+    ]
+
+
+def test_a_project_without_tests_says_so(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    (project / "tests" / "test_server.py").write_text("def test_pytest_style() -> None:\n    assert True\n")
+    done = run_validate(project)
+    assert "✗ project tests: tests/ has no tests to run" in done.stdout, done.stdout
 
 
 def test_a_tool_breaking_a_design_rule_fails_validation(tmp_path: Path) -> None:
@@ -146,8 +229,9 @@ def register_all(server: Server) -> None:
 def test_fix_regenerates_skill_and_plugin(tmp_path: Path) -> None:
     project = generated(tmp_path)
     (project / "plugin" / "plugin.json").unlink()
-    assert run_validate(project).returncode == 1
-    assert run_validate(project, "--fix").returncode == 0
+    assert "✗ plugin package: plugin/plugin.json is missing" in run_validate(project).stdout
+    fixed = run_validate(project, "--fix").stdout
+    assert "✓ plugin package" in fixed and "✓ SKILL.md" in fixed, fixed
 
 
 def test_install_claude_desktop_keeps_other_entries_and_backs_up(tmp_path: Path) -> None:

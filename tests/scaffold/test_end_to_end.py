@@ -4,7 +4,9 @@ check the project with real peers (official mcp client, a2a-sdk client, skills-r
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -34,9 +36,21 @@ def run(cmd: list[str], cwd: Path, timeout: float = 600, **kw: Any) -> subproces
     return done
 
 
+def readme_install_steps(project: Path) -> list[str]:
+    """The commands under the generated README's "## Install" heading."""
+    text = (project / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Install", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(venv python, generated project) built from a wheel of this checkout."""
+    """(python of a fresh venv with the project installed as its README says, the project).
+
+    The kit's wheel goes into one fresh venv, which runs create-mcp-agent; a second fresh venv
+    installs the project the README's way with no package index at all: the kit can only come
+    from the wheel the project carries (build tools and pytest come from a local wheelhouse).
+    """
     work = tmp_path_factory.mktemp("e2e")
     src = work / "src"
     shutil.copytree(
@@ -44,13 +58,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     )
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(src)], cwd=work)
     wheel = next((work / "dist").glob("mcp_agent_kit-*.whl"))
+    house = work / "wheelhouse"
+    run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(house),
+         "setuptools>=68", "pytest==9.2.0"], cwd=work)
+    offline = ["--no-index", "--find-links", str(house)]
+    run([sys.executable, "-m", "venv", str(work / "maker")], cwd=work)
+    run([str(work / "maker" / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", str(wheel)], cwd=work)
+    started = time.perf_counter()
+    made = run([str(work / "maker" / "bin" / "create-mcp-agent"), "demo-agent"], cwd=work)
+    print(f"create-mcp-agent took {time.perf_counter() - started:.3f} s")
+    assert "from a wheel file" in made.stdout and "not from PyPI" in made.stdout
+    project = work / "demo-agent"
+    assert (project / "wheels" / wheel.name).read_bytes() == wheel.read_bytes()
     run([sys.executable, "-m", "venv", str(work / "venv")], cwd=work)
     python = work / "venv" / "bin" / "python"
-    run([str(python), "-m", "pip", "install", "-q", str(wheel), "pytest==9.2.0"], cwd=work)
-    started = time.perf_counter()
-    run([str(work / "venv" / "bin" / "create-mcp-agent"), "demo-agent"], cwd=work)
-    print(f"create-mcp-agent took {time.perf_counter() - started:.3f} s")
-    yield python, work / "demo-agent"
+    steps = readme_install_steps(project)
+    assert steps == [f'python -m pip install "./wheels/{wheel.name}"', "python -m pip install -e ."]
+    for step in steps:
+        args = shlex.split(step)
+        assert args[:4] == ["python", "-m", "pip", "install"]
+        run([str(python), "-m", "pip", "install", "-q", *offline, *args[4:]], cwd=project)
+    run([str(python), "-m", "pip", "install", "-q", *offline, "pytest==9.2.0"], cwd=project)
+    yield python, project
 
 
 def test_wheel_ships_templates_and_no_top_level_tools_or_a2a(installed: tuple[Path, Path]) -> None:
@@ -59,17 +88,42 @@ def test_wheel_ships_templates_and_no_top_level_tools_or_a2a(installed: tuple[Pa
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=project
     ).stdout.strip()
     assert (Path(site) / "mcp_agent_kit" / "templates" / "project" / "validate.py").is_file()
-    run([str(python), "-m", "pip", "install", "-q", "--no-deps", "-e", "."], cwd=project)
     top_level = {p.name for p in Path(site).iterdir()}
-    assert "tools" not in top_level and "a2a" not in top_level
+    assert "tools" not in top_level and "a2a" not in top_level and "tests" not in top_level
 
 
-def test_validate_and_project_tests(installed: tuple[Path, Path]) -> None:
+def test_validate_from_the_parent_directory_and_project_tests(installed: tuple[Path, Path]) -> None:
     python, project = installed
-    done = run([str(python), "validate.py"], cwd=project)
-    assert all(line.startswith("✓") for line in done.stdout.splitlines()), done.stdout
+    done = run([str(python), "demo-agent/validate.py"], cwd=project.parent)
+    lines = done.stdout.splitlines()
+    assert lines and all(line.startswith("✓") for line in lines), done.stdout
+    assert any(line.startswith("✓ Claude Desktop entry") for line in lines)
+    unit = run([str(python), "-m", "unittest", "discover", "-s", "tests", "-p", "test_*.py", "-v"], cwd=project)
+    assert "Ran 0 tests" not in unit.stderr and "OK" in unit.stderr
     run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project)
     run([str(python), "client_test.py"], cwd=project)
+
+
+def test_the_claude_desktop_entry_starts_under_the_official_client(
+    installed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    python, project = installed
+    config = tmp_path / "claude_desktop_config.json"
+    kit = python.parent / "mcp-agent-kit"
+    run([str(kit), "install", "claude-desktop", "--name", "demo-agent", "--config", str(config), "--",
+         str(python), "-m", "demo_agent.server"], cwd=project)
+    entry = json.loads(config.read_text())["mcpServers"]["demo-agent"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry.get("env"),
+                                   cwd=str(tmp_path))  # Claude Desktop starts it from elsewhere
+
+    async def go() -> None:
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            assert [tool.name for tool in tools.tools] == ["text_stats"]
+            result = await client.call_tool("text_stats", {"text": "one two"})
+            assert result.structured_content == {"words": 2, "characters": 7}
+
+    asyncio.run(asyncio.wait_for(go(), 60))
 
 
 def test_skills_ref_accepts_the_skill(installed: tuple[Path, Path]) -> None:

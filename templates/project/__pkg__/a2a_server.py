@@ -5,8 +5,9 @@ import sys
 from mcp_agent_kit.a2a.cli import main as a2a_main
 
 
-def main() -> None:
-    sys.exit(a2a_main(["${pkg}.server:server", *sys.argv[1:]]))
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    sys.exit(a2a_main(["${pkg}.server:server", *args]))
 
 
 if __name__ == "__main__":

@@ -1,29 +1,34 @@
-"""Tests for ${name}: the tools work, and the server answers real MCP requests."""
+"""Tests for ${name}: the tools work, and the server answers real MCP requests in both eras.
+
+Run with the standard library (`python -m unittest discover -s tests -v`) or with `python -m pytest`.
+"""
+
+import unittest
 
 from ${pkg}.server import server
 from ${pkg}.tools.example import ${example_tool}
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+
+class ExampleToolTest(unittest.TestCase):
+    def test_counts_words_and_characters(self) -> None:
+        self.assertEqual(${example_tool}("hello big world"), {"words": 3, "characters": 15})
 
 
-def test_example_tool() -> None:
-    assert ${example_tool}("hello big world") == {"words": 3, "characters": 15}
+class ServerTest(unittest.TestCase):
+    """The server in memory: `server.test_client(era)` builds each era's envelope for us."""
+
+    def test_lists_and_calls_the_tool_in_both_eras(self) -> None:
+        for era in ("2026-07-28", "2025-11-25"):
+            with self.subTest(era=era):
+                client = server.test_client(era)
+                self.assertEqual([tool["name"] for tool in client.list_tools()], ["${example_tool}"])
+                result = client.call_tool("${example_tool}", {"text": "a b"})
+                self.assertEqual(result["structuredContent"], {"words": 2, "characters": 3})
+
+    def test_invalid_arguments_are_a_tool_error(self) -> None:
+        result = server.test_client().call_tool("${example_tool}", {"text": 42})
+        self.assertIs(result["isError"], True)
 
 
-def test_tools_list_and_call() -> None:
-    listed = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}})
-    assert listed is not None
-    assert [tool["name"] for tool in listed["result"]["tools"]] == ["${example_tool}"]
-    call = {"name": "${example_tool}", "arguments": {"text": "a b"}, "_meta": META}
-    reply = server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
-    assert reply is not None
-    assert reply["result"]["structuredContent"] == {"words": 2, "characters": 3}
-
-
-def test_invalid_arguments_are_a_tool_error() -> None:
-    call = {"name": "${example_tool}", "arguments": {"text": 42}, "_meta": META}
-    reply = server.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
-    assert reply is not None and reply["result"]["isError"] is True
+if __name__ == "__main__":
+    unittest.main()
