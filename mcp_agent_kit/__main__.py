@@ -1,52 +1,75 @@
-"""`python -m mcp_agent_kit` / `mcp-agent-kit`: the command-line front door.
+"""`mcp-agent-kit` / `python -m mcp_agent_kit`: the command-line front door.
 
-A table maps each subcommand to the module and function that implements it; modules are
-imported only when their command runs. Rules: argument routing only; imported by nothing.
+A table maps each subcommand to the module and function that implements it (and the function that
+builds its parser, for --help checks); modules are imported only when their command runs. Every
+command runs inside `cli_common.guarded`: known user mistakes are one stderr line, a closed stdout
+ends quietly. Rules: argument routing only; imported by nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    # name: (module, function, one-line help)
-    "serve": ("mcp_agent_kit.transports.cli", "main_serve", "serve a Server object over stdio or Streamable HTTP"),
-    "probe": ("mcp_agent_kit.client.cli", "main_probe", "find out which MCP era a server speaks"),
-    "gateway": ("mcp_agent_kit.client.cli", "main_gateway", "serve many MCP servers as one"),
-    "a2a": ("mcp_agent_kit.a2a.cli", "main", "serve a Server's tools as an A2A v1.0 agent"),
-    "skill": ("mcp_agent_kit.packaging.cli", "main_skill", "validate, create or install Agent Skills"),
-    "plugin": ("mcp_agent_kit.packaging.cli", "main_plugin", "validate or build Agent Plugins packages"),
-    "new": ("mcp_agent_kit.scaffold.cli", "main_new", "create a new agent project"),
-    "install": ("mcp_agent_kit.scaffold.cli", "main_install", "add a server to Claude Desktop / Claude Code"),
+from mcp_agent_kit.cli_common import PROG, USAGE, fail, guarded, version_line
+
+COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    # name: (module, function, parser builder, one-line help)
+    "serve": ("mcp_agent_kit.transports.cli", "main_serve", "serve_parser",
+              "serve a Server object over stdio or Streamable HTTP"),
+    "probe": ("mcp_agent_kit.client.cli", "main_probe", "probe_parser", "find out which MCP era a server speaks"),
+    "gateway": ("mcp_agent_kit.client.cli", "main_gateway", "gateway_parser", "serve many MCP servers as one"),
+    "a2a": ("mcp_agent_kit.a2a.cli", "main", "parser", "serve a Server's tools as an A2A v1.0 agent"),
+    "skill": ("mcp_agent_kit.packaging.cli", "main_skill", "skill_parser", "validate, create or install Agent Skills"),
+    "plugin": ("mcp_agent_kit.packaging.cli", "main_plugin", "plugin_parser",
+               "validate or build Agent Plugins packages"),
+    "new": ("mcp_agent_kit.scaffold.cli", "main_new", "new_parser", "create a new agent project"),
+    "install": ("mcp_agent_kit.scaffold.install", "main", "parser", "add a server to Claude Desktop / Claude Code"),
 }
 
 
 def usage() -> str:
-    lines = ["usage: python -m mcp_agent_kit COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    lines = [f"usage: {PROG} COMMAND [ARGS...]   (also: python -m mcp_agent_kit)", "", "commands:"]
+    lines += [f"  {name:<10} {entry[3]}" for name, entry in COMMANDS.items()]
+    lines += ["", "options:", "  -h, --help  show this help", "  --version   print the version",
+              "", f"`{PROG} COMMAND --help` describes one command."]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
+def _unknown(command: str) -> int:
+    close = difflib.get_close_matches(command, COMMANDS, n=1)
+    fix = f"did you mean {close[0]!r}?" if close else f"run '{PROG} --help' for the list of commands"
+    return fail(f"unknown command {command!r}", fix, USAGE)
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        print(usage(), file=sys.stderr)
+        return USAGE
+    if args[0] in ("-h", "--help"):
         print(usage())
-        return 0 if args else 2
+        return 0
+    if args[0] == "--version":
+        print(version_line())
+        return 0
     entry = COMMANDS.get(args[0])
     if entry is None:
-        print(f"unknown command {args[0]!r}\n\n{usage()}", file=sys.stderr)
-        return 2
-    module_name, function, _ = entry
+        return _unknown(args[0])
+    module_name, function = entry[0], entry[1]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            print(f"the {args[0]!r} command is not available in this build", file=sys.stderr)
-            return 2
+            return fail(f"the {args[0]!r} command is not available in this build", "reinstall mcp-agent-kit", USAGE)
         raise
     code: int = getattr(module, function)(args[1:])
     return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: _dispatch(args))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """loader: resolves a `MODULE:ATTR` target (a dotted module or a path to a .py file) to an object.
 
-Used by the `serve`, `a2a` and gateway commands. Rules: imports user code, nothing else.
+Used by the `serve`, `a2a`, `skill new --tools-from` and gateway commands. Rules: imports user
+code, nothing else. A target that cannot be loaded because of the user's code (a missing file, a
+syntax error, an import that fails, a missing attribute) raises TargetError whose message names
+the file:line and the fix; any other exception in the user's module propagates untouched.
 """
 
 from __future__ import annotations
@@ -8,12 +11,64 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+SHAPE = "targets look like path/to/server.py:server or pkg.module:server"
 
 
 class TargetError(ValueError):
-    """A target that cannot be loaded; the message says why."""
+    """A target that cannot be loaded; the message says why and what to do."""
+
+
+def _where(exc: BaseException) -> str:
+    """`file:line: ` of the user's code that raised exc (the deepest frame outside importlib and us)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}: "
+    frames = [
+        frame for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<") and Path(frame.filename).resolve() != Path(__file__).resolve()
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+
+
+def _user_code_failed(what: str, exc: SyntaxError | ImportError) -> TargetError:
+    if isinstance(exc, SyntaxError):
+        return TargetError(f"{_where(exc)}syntax error in {what}: {exc.msg}; fix the file and run again")
+    if isinstance(exc, ModuleNotFoundError) and exc.name and what.split(".")[0] == exc.name.split(".")[0]:
+        return TargetError(f"cannot import {what}: {exc}; check the spelling and run from the directory that "
+                           f"holds it, or give a file path ({SHAPE})")
+    return TargetError(f"{_where(exc)}{what} failed to import: {exc}; install the missing package or fix the import")
+
+
+def _load_file(module_part: str) -> ModuleType:
+    path = Path(module_part)
+    if not path.is_file():
+        raise TargetError(f"no such file: {module_part}; check the path ({SHAPE})")
+    name = f"_mcp_agent_kit_target_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot import {module_part}; give a .py file ({SHAPE})")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    except (SyntaxError, ImportError) as exc:
+        del sys.modules[name]
+        raise _user_code_failed(module_part, exc) from exc
+    return module
+
+
+def _load_module(module_part: str) -> ModuleType:
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        return importlib.import_module(module_part)
+    except (SyntaxError, ImportError) as exc:
+        raise _user_code_failed(module_part, exc) from exc
 
 
 def load_target(target: str, default_attr: str = "server") -> Any:
@@ -21,26 +76,13 @@ def load_target(target: str, default_attr: str = "server") -> Any:
     module_part, sep, attr = target.rpartition(":")
     if not sep or ("/" in attr or attr.endswith(".py")):
         module_part, attr = target, default_attr
-    if module_part.endswith(".py") or "/" in module_part or "\\" in module_part:
-        path = Path(module_part)
-        if not path.is_file():
-            raise TargetError(f"no such file: {module_part}")
-        name = f"_mcp_agent_kit_target_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise TargetError(f"cannot import {module_part}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        sys.path.insert(0, str(path.resolve().parent))
-        spec.loader.exec_module(module)
-    else:
-        if "" not in sys.path:
-            sys.path.insert(0, "")
-        try:
-            module = importlib.import_module(module_part)
-        except ImportError as exc:
-            raise TargetError(f"cannot import {module_part}: {exc}") from exc
+    if not module_part:
+        raise TargetError(f"no module in {target!r}; {SHAPE}")
+    is_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
+    module = _load_file(module_part) if is_file else _load_module(module_part)
     try:
         return getattr(module, attr)
     except AttributeError as exc:
-        raise TargetError(f"{module_part} has no attribute {attr!r}") from exc
+        raise TargetError(
+            f"{module_part} has no attribute {attr!r}; name the server object after the colon ({SHAPE})"
+        ) from exc

@@ -1,18 +1,22 @@
-"""cli: `python -m mcp_agent_kit a2a MODULE:ATTR [--host H] [--port N] [--store PATH] [--token T] [--public-url URL]`.
+"""cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store PATH] [--token T] [--public-url URL]`.
 
-MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. Rules: argument parsing
-and wiring only; refuses a non-loopback bind without a token unless told `--insecure`.
+MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. `--host`/`--port`
+are the older spelling of `--http`, hidden from --help but still accepted. Rules: argument parsing
+and wiring only; refuses a non-loopback bind without a token unless told `--insecure`; user
+mistakes are one stderr line (cli_common).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 
 from mcp_agent_kit.a2a.engine import Agent, TaskEngine
 from mcp_agent_kit.a2a.http import MAX_BODY, is_loopback, serve
 from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
+from mcp_agent_kit.cli_common import USAGE, Parser, alias, fail, host_port, listen_failed, port_number, prog
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8080
 
 
 def build_agent(target: object) -> Agent:
@@ -35,37 +39,49 @@ def build_store(path: str | None) -> TaskStore:
     return SqliteStore(path)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="mcp_agent_kit a2a", description="Serve tools as an A2A v1.0 agent.")
-    parser.add_argument("target", help="MODULE:ATTR or path/file.py:ATTR (an MCP Server or an a2a Agent)")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+def parser() -> Parser:
+    parser = Parser(prog=prog("a2a"), description="Serve tools as an A2A v1.0 agent.")
+    parser.add_argument("target", metavar="MODULE:ATTR",
+                        help="pkg.module:attr or path/file.py:attr (an MCP Server or an a2a Agent)")
+    parser.add_argument("--http", metavar="HOST:PORT", type=host_port,
+                        help=f"bind address (default {DEFAULT_HOST}:{DEFAULT_PORT}; port 0 picks a free one)")
+    alias(parser, "--host", dest="host")  # older spelling, still used by generated projects
+    alias(parser, "--port", dest="port", type=port_number)
     parser.add_argument("--store", metavar="PATH", help="keep tasks in this sqlite3 file (default: in memory)")
     parser.add_argument("--token", action="append", default=[], help="require this bearer token (repeatable)")
-    parser.add_argument("--public-url", help="the base URL clients use, when behind a proxy")
-    parser.add_argument("--max-body", type=int, default=MAX_BODY, help="largest request body in bytes")
+    parser.add_argument("--public-url", metavar="URL", help="the base URL clients use, when behind a proxy")
+    parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="N", help="largest request body in bytes")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     parser.add_argument("--verbose", action="store_true", help="log requests")
-    args = parser.parse_args(argv)
-    if not is_loopback(args.host) and not args.token and not args.insecure:
-        parser.error(f"binding {args.host} exposes the agent to the network: give --token (or --insecure)")
+    return parser
+
+
+def bind_address(args: argparse.Namespace) -> tuple[str, int]:
+    """`--http HOST:PORT`, or the older `--host`/`--port` (each defaulting on its own)."""
+    host, port = args.http or (DEFAULT_HOST, DEFAULT_PORT)
+    return getattr(args, "host", host), getattr(args, "port", port)
+
+
+def main(argv: list[str]) -> int:
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.http and (hasattr(args, "host") or hasattr(args, "port")):
+        cli.error("give either --http HOST:PORT or the older --host/--port, not both")
+    host, port = bind_address(args)
+    if not is_loopback(host) and not args.token and not args.insecure:
+        cli.error(f"binding {host} exposes the agent to the network: give --token (or --insecure)")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     from mcp_agent_kit.loader import TargetError, load_target
 
     try:
         agent = build_agent(load_target(args.target))
     except (TargetError, TypeError) as exc:
-        print(f"a2a: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), code=USAGE)
     try:
         engine = TaskEngine(agent, build_store(args.store))
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
-        print(f"a2a: cannot open the task store: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"cannot open the task store {args.store}: {exc}", "give --store a sqlite3 file (or none)", USAGE)
     try:
-        return serve(
-            engine, args.host, args.port, tokens=args.token, public_url=args.public_url, max_body=args.max_body
-        )
-    except OSError as exc:
-        print(f"a2a: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        return serve(engine, host, port, tokens=args.token, public_url=args.public_url, max_body=args.max_body)
+    except (OSError, OverflowError) as exc:
+        return listen_failed(host, port, exc)

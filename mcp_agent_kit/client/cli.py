@@ -1,10 +1,11 @@
-"""cli: `probe` and `gateway` subcommands (called by `python -m mcp_agent_kit`).
+"""cli: `probe` and `gateway` subcommands (called by `mcp-agent-kit`).
 
 `probe [--timeout S] [--allow-legacy] -- CMD ARGS...` or `probe URL` prints one JSON object
 with the era, version, capabilities and tool names (or the reason when unavailable) and exits
 0 when the server is reachable, 1 when it is not, 2 on bad usage. `gateway CONFIG.json
-[--stdio | --http HOST:PORT]` serves many servers as one. Rules: argument parsing and output
-only; the logic lives in client/ and gateway.
+[--stdio | --http HOST:PORT]` serves many servers as one; a missing config file exits 2, a
+malformed one 1, each with one stderr line. Rules: argument parsing and output only; the logic
+lives in client/ and gateway.
 """
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Any
 
+from mcp_agent_kit.cli_common import USAGE, Parser, check_bindable, fail, host_port, listen_failed, prog
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 
-def _probe_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_agent_kit probe", description="find out which MCP era a server speaks"
-    )
+def probe_parser() -> Parser:
+    parser = Parser(prog=prog("probe"), description="find out which MCP era a server speaks")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each probe reply (default 5)")
     parser.add_argument(
         "--allow-legacy",
@@ -31,7 +32,8 @@ def _probe_parser() -> argparse.ArgumentParser:
         help="on silence, exit or garbage, still try the initialize handshake (on a fresh process)",
     )
     parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header")
-    parser.add_argument("target", nargs="+", help="an http(s) URL, or -- COMMAND ARGS...")
+    parser.add_argument("target", nargs="+", metavar="URL | -- COMMAND ARGS",
+                        help="an http(s) URL, or -- COMMAND ARGS... (a stdio server to start)")
     return parser
 
 
@@ -44,7 +46,7 @@ def _make_client(target: list[str], args: argparse.Namespace) -> Client:
 
 
 def main_probe(argv: list[str]) -> int:
-    parser = _probe_parser()
+    parser = probe_parser()
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
@@ -68,37 +70,44 @@ def main_probe(argv: list[str]) -> int:
     return 0 if verdict.era != "unavailable" else 1
 
 
-def main_gateway(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_agent_kit gateway", description="serve many MCP servers as one merged server"
-    )
-    parser.add_argument("config", help="a JSON file with an mcpServers object (Claude Desktop / mcp.json shape)")
+def gateway_parser() -> Parser:
+    parser = Parser(prog=prog("gateway"), description="serve many MCP servers as one merged server")
+    parser.add_argument("config", metavar="CONFIG.json",
+                        help="a JSON file with an mcpServers object (Claude Desktop / mcp.json shape)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP")
+    mode.add_argument("--http", metavar="HOST:PORT", type=host_port,
+                      help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
     parser.add_argument("--token", help="require this bearer token (HTTP)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="probe timeout per backend (default 5)")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main_gateway(argv: list[str]) -> int:
+    args = gateway_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
     from mcp_agent_kit.client.gateway import ConfigError, Gateway, load_config
 
+    if not os.path.isfile(args.config):
+        return fail(f"no such config file: {args.config}",
+                    'give a JSON file with an "mcpServers" object (the Claude Desktop / mcp.json shape)', USAGE)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"gateway: {exc}", file=sys.stderr)
-        return 2
+        problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
+        return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries')
     gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
     try:
-        gateway.start()
-        if args.http:
-            from mcp_agent_kit.addresses import split_host_port
-
-            try:
-                host, port = split_host_port(args.http)
-            except ValueError as exc:
-                parser.error(str(exc))
+        if not args.http:
+            gateway.start()
+            return gateway.server.serve_stdio()
+        host, port = args.http
+        try:
+            check_bindable(host, port)  # before starting the backends: a port in use fails fast
+            gateway.start()
             return gateway.server.serve_http(host, port, token=args.token)
-        return gateway.server.serve_stdio()
+        except (OSError, OverflowError) as exc:
+            return listen_failed(host, port, exc)
     finally:
         gateway.close()

@@ -3,7 +3,8 @@
 The config is the `mcpServers` object Claude Desktop and mcp.json use (stdio `command`, `args`,
 `env`, `cwd`; or `url` with optional `headers`; plus our `allowLegacy`). Backends are probed
 concurrently; their tools, prompts and resources are merged (client.merge) and registered on a
-`Server` as proxies with the backend's own schemas. A failing backend shows up as an isError
+`Server` as proxies with the backend's own schemas; the lists are offered (maybe empty) even
+while every backend is down. A failing backend shows up as an isError
 result naming it, and is reconnected on its next use; one dead backend never takes the others
 down. Rules: the only client module that builds a Server; no protocol logic of its own.
 """
@@ -16,7 +17,7 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
@@ -28,6 +29,9 @@ from mcp_agent_kit.core.content import ToolResult
 from mcp_agent_kit.core.context import Context, InputRequired
 from mcp_agent_kit.server import Server
 from mcp_agent_kit.wire.jsonrpc import RpcError
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.registry import ListKind
 
 log = logging.getLogger("mcp_agent_kit.gateway")
 _VARIABLE = re.compile(r"\{([^}]+)\}")
@@ -208,6 +212,15 @@ class Backend:
         return ToolResult([content.text(f"backend {self.alias!r} failed: {exc}")], is_error=True)
 
 
+class GatewayServer(Server):
+    """The merged server: it always offers tools, prompts and resources, so that `tools/list` (and
+    the other lists) answers an empty list, not -32601, while every backend is down or offers none;
+    the lists fill in when a backend comes (back) up."""
+
+    def has(self, kind: ListKind) -> bool:
+        return kind in ("tools", "prompts", "resources") or super().has(kind)
+
+
 class Gateway:
     """Probe every backend concurrently, merge, and expose the result as `self.server`."""
 
@@ -221,7 +234,7 @@ class Gateway:
     ) -> None:
         self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
         self.separator = separator
-        self.server = Server(name)
+        self.server = GatewayServer(name)
         self._conflicts: dict[str, list[str]] = {}
         # What is registered now, per kind: public name or URI -> fingerprint of its source.
         self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}}

@@ -1,7 +1,9 @@
 """cli: the ``skill`` and ``plugin`` subcommands (argparse in, exit code out).
 
 Rules: parses arguments, calls the packaging modules and prints; holds no validation or
-generation logic of its own. Exit codes: 0 valid / done, 1 invalid / refused, 2 usage error.
+generation logic of its own. Exit codes: 0 valid / done, 1 invalid / refused, 2 usage error; a
+user mistake is one stderr line (cli_common). `--out DIR` is the one output-directory flag
+(`skill new --dir` and `skill install --dest` stay as hidden aliases).
 ``python -m mcp_agent_kit.packaging.cli skill|plugin ...`` runs it without the kit's front door.
 """
 
@@ -13,7 +15,9 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
+
+from mcp_agent_kit.cli_common import Parser, alias, fail, prog
 
 from .findings import Finding
 from .fsutil import TargetExistsError, copy_tree, install_tree
@@ -25,18 +29,6 @@ from .skill_validate import validate_skill
 OK, INVALID, USAGE = 0, 1, 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser that raises instead of exiting, so ``main_*`` can return 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        raise _UsageError(f"{self.prog}: error: {message}")
-
-
-class _UsageError(Exception):
-    pass
-
-
 def _print_findings(findings: Sequence[Finding], stream: TextIO) -> None:
     for finding in findings:
         print(str(finding), file=stream)
@@ -46,12 +38,15 @@ def _missing(paths: Sequence[str]) -> str | None:
     return next((p for p in paths if not Path(p).exists()), None)
 
 
+def _no_such_path(path: str) -> int:
+    return fail(f"no such file or directory: {path}", "check the path", USAGE)
+
+
 # -- skill ---------------------------------------------------------------------------------
 def _skill_validate(args: argparse.Namespace) -> int:
     missing = _missing(args.paths)
     if missing:
-        print(f"error: path does not exist: {missing}", file=sys.stderr)
-        return USAGE
+        return _no_such_path(missing)
     reports = [validate_skill(Path(p), strict=args.strict) for p in args.paths]
     valid = all(report.valid for report in reports)
     if args.json:
@@ -82,58 +77,58 @@ def _skill_new(args: argparse.Namespace) -> int:
             files = render_skill(tools, name=args.name, description=args.desc, version=version)
         else:
             files = skeleton_skill(args.name, args.desc)
-        root = write_skill(files, Path(args.dir), force=args.force)
+        root = write_skill(files, Path(args.out), force=args.force)
     except (GenerateError, ValueError, ImportError) as exc:  # TargetError is a ValueError
-        print(f"error: {exc}", file=sys.stderr)
-        return USAGE
+        return fail(str(exc), code=USAGE)
     except TargetExistsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return INVALID
+        return fail(str(exc), "give --force to replace it", INVALID)
     print(f"Created skill: {root}")
     return OK
 
 
 def _skill_install(args: argparse.Namespace) -> int:
     if _missing([args.path]):
-        print(f"error: path does not exist: {args.path}", file=sys.stderr)
-        return USAGE
+        return _no_such_path(args.path)
     source = Path(args.path)
     source = source.parent if source.is_file() else source
     report = validate_skill(source)
     if not report.valid or report.name is None:
         _print_findings(report.findings, sys.stderr)
-        print(f"error: not installing an invalid skill: {source}", file=sys.stderr)
-        return INVALID
-    dest = Path(args.dest) if args.dest else Path.home() / ".claude" / "skills"
+        return fail(f"not installing an invalid skill: {source}", "fix the errors above first", INVALID)
+    dest = Path(args.out) if args.out else Path.home() / ".claude" / "skills"
     try:
         target = install_tree(lambda tmp: copy_tree(source, tmp), dest / report.name,
                               force=args.force)
     except TargetExistsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return INVALID
+        return fail(str(exc), "give --force to replace it", INVALID)
     print(f"Installed skill '{report.name}' to {target}")
     return OK
 
 
-def _skill_parser() -> _Parser:
-    parser = _Parser(prog="mcp-agent-kit skill", description="Agent Skills (SKILL.md) tools")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    check = sub.add_parser("validate", help="validate skill directories")
-    check.add_argument("paths", nargs="+", metavar="PATH")
+def skill_parser() -> Parser:
+    parser = Parser(prog=prog("skill"), description="Agent Skills (SKILL.md) tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("validate", help="validate skill directories", description="Validate skill directories.")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="a skill directory (or its SKILL.md)")
     check.add_argument("--json", action="store_true", help="machine-readable report")
     check.add_argument("--strict", action="store_true", help="also apply the kit design rules")
     check.set_defaults(run=_skill_validate)
-    new = sub.add_parser("new", help="write a skeleton skill")
-    new.add_argument("name")
+    new = sub.add_parser("new", help="write a skeleton skill", description="Write a skeleton skill.")
+    new.add_argument("name", help="the skill name, e.g. my-agent (my_agent becomes my-agent)")
     new.add_argument("--desc", required=True, help="'Use when X. Do not use for Y.'")
-    new.add_argument("--dir", default=".", help="parent directory (default: .)")
+    new.add_argument("--out", default=".", metavar="DIR",
+                     help="parent directory: the skill goes in DIR/NAME (default: .)")
+    alias(new, "--dir", dest="out")
     new.add_argument("--force", action="store_true", help="replace an existing skill")
     new.add_argument("--tools-from", metavar="MODULE:ATTR",
                      help="index the tools of this MCP server object (e.g. examples/metrics_server.py:server)")
     new.set_defaults(run=_skill_new)
-    install = sub.add_parser("install", help="copy a skill into ~/.claude/skills/<name>/")
-    install.add_argument("path")
-    install.add_argument("--dest", help="skills directory (default: ~/.claude/skills)")
+    install = sub.add_parser("install", help="copy a skill into ~/.claude/skills/<name>/",
+                             description="Copy a skill into ~/.claude/skills/<name>/.")
+    install.add_argument("path", help="the skill directory (or its SKILL.md)")
+    install.add_argument("--out", metavar="DIR", help="skills directory: the skill goes in DIR/NAME "
+                         "(default: ~/.claude/skills)")
+    alias(install, "--dest", dest="out")
     install.add_argument("--force", action="store_true", help="replace an installed skill")
     install.set_defaults(run=_skill_install)
     return parser
@@ -142,8 +137,7 @@ def _skill_parser() -> _Parser:
 # -- plugin --------------------------------------------------------------------------------
 def _plugin_validate(args: argparse.Namespace) -> int:
     if _missing([args.path]):
-        print(f"error: path does not exist: {args.path}", file=sys.stderr)
-        return USAGE
+        return _no_such_path(args.path)
     report = validate_plugin(Path(args.path))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
@@ -159,8 +153,7 @@ def _plugin_build(args: argparse.Namespace) -> int:
     try:
         extra = shlex.split(args.args) if args.args else []
     except ValueError as exc:
-        print(f"error: --args: {exc}", file=sys.stderr)
-        return USAGE
+        return fail(f"--args: {exc}", "quote the arguments as a shell would", USAGE)
     spec = PluginSpec(
         name=args.name, description=args.desc or "", version=args.version,
         command=args.command, args=extra, url=args.url, server_name=args.server_name,
@@ -169,32 +162,34 @@ def _plugin_build(args: argparse.Namespace) -> int:
     )
     try:
         root = build_plugin(spec, Path(args.out), force=args.force)
-    except (BuildError, TargetExistsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return INVALID
+    except TargetExistsError as exc:
+        return fail(str(exc), "give --force to replace it", INVALID)
+    except BuildError as exc:
+        return fail(str(exc), code=INVALID)
     print(f"Built plugin '{args.name}' in {root}")
     return OK
 
 
-def _plugin_parser() -> _Parser:
-    parser = _Parser(prog="mcp-agent-kit plugin", description="Agent Plugins 1.0.0 tools")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    check = sub.add_parser("validate", help="validate a plugin package")
-    check.add_argument("path")
+def plugin_parser() -> Parser:
+    parser = Parser(prog=prog("plugin"), description="Agent Plugins 1.0.0 tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("validate", help="validate a plugin package", description="Validate a plugin package.")
+    check.add_argument("path", help="the plugin package directory")
     check.add_argument("--json", action="store_true", help="machine-readable report")
     check.set_defaults(run=_plugin_validate)
-    build = sub.add_parser("build", help="write a plugin package")
-    build.add_argument("--name", required=True)
-    build.add_argument("--desc")
-    build.add_argument("--version", default="0.1.0")
+    build = sub.add_parser("build", help="write a plugin package", description="Write a plugin package.")
+    build.add_argument("--name", required=True, help="the plugin name (lowercase, hyphens)")
+    build.add_argument("--desc", help="one-sentence description of the plugin")
+    build.add_argument("--version", default="0.1.0", help="the plugin's own version (default 0.1.0)")
     build.add_argument("--command", help="stdio command: a bare name or ./path")
     build.add_argument("--args", help="arguments for the command (shell-style quoting)")
     build.add_argument("--url", help="a streamable-http endpoint")
     build.add_argument("--server-name", help="mcp.json server name (default: --name)")
-    build.add_argument("--skill", action="append", default=[], metavar="DIR")
+    build.add_argument("--skill", action="append", default=[], metavar="DIR",
+                       help="a skill directory to include (repeatable)")
     build.add_argument("--include", action="append", default=[], metavar="PATH",
                        help="file or directory copied into the package root")
-    build.add_argument("--out", required=True, metavar="DIR")
+    build.add_argument("--out", required=True, metavar="DIR", help="the package directory to write")
     build.add_argument("--claude-code", action="store_true",
                        help="also write .claude-plugin/plugin.json and .mcp.json")
     build.add_argument("--force", action="store_true", help="replace an existing package")
@@ -202,13 +197,10 @@ def _plugin_parser() -> _Parser:
     return parser
 
 
-def _run(parser: _Parser, argv: list[str]) -> int:
+def _run(parser: Parser, argv: list[str]) -> int:
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
-        return USAGE
-    except SystemExit as exc:  # --help
+    except SystemExit as exc:  # --help (0) or a usage error, already reported on one line (2)
         return exc.code if isinstance(exc.code, int) else OK
     run: Callable[[argparse.Namespace], int] = args.run
     return run(args)
@@ -216,12 +208,12 @@ def _run(parser: _Parser, argv: list[str]) -> int:
 
 def main_skill(argv: list[str]) -> int:
     """``skill validate|new|install ...``; returns the exit code."""
-    return _run(_skill_parser(), argv)
+    return _run(skill_parser(), argv)
 
 
 def main_plugin(argv: list[str]) -> int:
     """``plugin validate|build ...``; returns the exit code."""
-    return _run(_plugin_parser(), argv)
+    return _run(plugin_parser(), argv)
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"skill": main_skill, "plugin": main_plugin}
@@ -230,8 +222,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {"skill": main_skill, "plugin"
 def main(argv: list[str]) -> int:
     """Dispatch on the first argument: ``skill`` or ``plugin``."""
     if not argv or argv[0] not in COMMANDS:
-        print("usage: python -m mcp_agent_kit.packaging.cli {skill,plugin} ...", file=sys.stderr)
-        return USAGE
+        return fail("expected skill or plugin", "usage: python -m mcp_agent_kit.packaging.cli {skill,plugin} ...",
+                    USAGE)
     return COMMANDS[argv[0]](argv[1:])
 
 

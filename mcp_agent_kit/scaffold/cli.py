@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mcp_agent_kit.cli_common import CREATE_PROG, USAGE, Parser, alias, fail, guarded, version_line
 from mcp_agent_kit.scaffold.names import NameError_, derive
 
 NEXT_STEPS = """\
@@ -25,23 +26,27 @@ Next steps:
 """
 
 
-def _new_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Create a new MCP + A2A agent project.")
+def new_parser(prog: str = "mcp-agent-kit new") -> argparse.ArgumentParser:
+    parser = Parser(prog=prog, description="Create a new MCP + A2A agent project.")
     parser.add_argument("name", help="project name, e.g. my-agent or my_agent")
     parser.add_argument("--desc", default=None, help="one-sentence description of what the agent does")
-    parser.add_argument("--dir", default=None, help="parent directory (default: the current directory)")
+    parser.add_argument("--out", dest="dir", default=None, metavar="DIR",
+                        help="parent directory: the project goes in DIR/NAME (default: the current directory)")
+    alias(parser, "--dir", dest="dir")
     parser.add_argument("--force", action="store_true", help="regenerate files we made that you have not changed")
+    if prog == CREATE_PROG:
+        parser.add_argument("--version", action="version", version=version_line(CREATE_PROG),
+                            help="print the version and exit")
     return parser
 
 
 def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
-    parser = _new_parser(prog)
-    args = parser.parse_args(argv)
+    args = new_parser(prog).parse_args(argv)
+    name = prog.split()[0]  # error lines start `mcp-agent-kit:` or `create-mcp-agent:`
     try:
         names = derive(args.name)
     except NameError_ as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), "try a name like my-agent", USAGE, name)
     from mcp_agent_kit.scaffold.render import ExistsError, render_project, write_project
 
     description = " ".join((args.desc or f"An MCP agent named {names.dist}.").split())
@@ -50,11 +55,9 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
         files = render_project(names, description)
         kept = write_project(files, target, force=args.force)
     except ExistsError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc), name=name)
     except (OSError, ValueError) as exc:
-        print(f"{prog}: could not create {target}: {exc}", file=sys.stderr)
-        return 1
+        return fail(f"could not create {target}: {exc}", "check the --out directory is writable", name=name)
     for rel in kept:
         print(f"kept {rel} (you changed it)")
     shown = target if args.dir else Path(names.dist)
@@ -67,7 +70,7 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
 
 def main_create() -> None:
     """The `create-mcp-agent` console script."""
-    sys.exit(main_new(sys.argv[1:], prog="create-mcp-agent"))
+    sys.exit(guarded(lambda: main_new(sys.argv[1:], prog=CREATE_PROG), CREATE_PROG))
 
 
 def main_install(argv: list[str]) -> int:

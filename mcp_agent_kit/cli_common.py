@@ -1,0 +1,128 @@
+"""cli_common: what every command line of the kit shares — its name, its errors, its flags.
+
+One program name (`mcp-agent-kit`, subcommands shown as `mcp-agent-kit SUBCOMMAND`), one error
+shape (`PROG: <problem>; <fix>` on ONE stderr line, exit 2 for usage errors and 1 for failures),
+one spelling per meaning (`--force`, `--out DIR`, `--http HOST:PORT`; older spellings stay as
+aliases hidden from --help), and one guard that keeps known user mistakes and a closed stdout
+(`mcp-agent-kit --help | head -1`) free of tracebacks. Rules: standard library only, cheap to
+import (the front door loads it on every run); no subcommand logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from mcp_agent_kit.loader import TargetError
+
+PROG = "mcp-agent-kit"
+CREATE_PROG = "create-mcp-agent"
+OK, FAILED, USAGE = 0, 1, 2
+
+
+def prog(subcommand: str) -> str:
+    """The prog shown in a subcommand's help: `mcp-agent-kit SUBCOMMAND`."""
+    return f"{PROG} {subcommand}"
+
+
+def version_line(name: str = PROG) -> str:
+    """`mcp-agent-kit 1.0.0`, read from the package at run time."""
+    import mcp_agent_kit
+
+    return f"{name} {mcp_agent_kit.__version__}"
+
+
+def message(problem: str, fix: str | None = None, name: str = PROG) -> str:
+    return f"{name}: {problem}" + (f"; {fix}" if fix else "")
+
+
+def fail(problem: str, fix: str | None = None, code: int = FAILED, name: str = PROG) -> int:
+    """Print one `PROG: problem; fix` line on stderr and return `code` (for `return fail(...)`)."""
+    print(message(problem, fix, name), file=sys.stderr)
+    return code
+
+
+class CliError(Exception):
+    """A user mistake found deep inside a command: the guard prints it as one line and exits `code`."""
+
+    def __init__(self, problem: str, fix: str | None = None, code: int = FAILED) -> None:
+        super().__init__(problem)
+        self.problem, self.fix, self.code = problem, fix, code
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line with a pointer to --help (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        name = self.prog.split()[0] if self.prog else PROG
+        print(f"{name}: {message}; see '{self.prog} --help'", file=sys.stderr)
+        sys.exit(USAGE)
+
+
+def alias(parser: Any, *flags: str, dest: str, **options: Any) -> None:
+    """An older spelling of a flag: parsed into `dest` as before, hidden from --help."""
+    parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **options)
+
+
+def port_number(value: str) -> int:
+    """argparse type: a TCP port, 0-65535 (0 picks a free one)."""
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be a number from 0 to 65535 (0 picks a free one), got {value!r}")
+    return int(value)
+
+
+def host_port(value: str) -> tuple[str, int]:
+    """argparse type: `HOST:PORT` (`[::1]:8000` for IPv6; an empty host means loopback)."""
+    from mcp_agent_kit.addresses import split_host_port
+
+    _, sep, port = value.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT such as 127.0.0.1:8000, got {value!r}")
+    port_number(port)
+    try:
+        return split_host_port(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def check_bindable(host: str, port: int) -> None:
+    """Raise OSError now if HOST:PORT cannot be bound (in use, no such address), before slow start-up."""
+    import socket
+
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server does
+        probe.bind(address)
+
+
+def listen_failed(host: str, port: int, exc: BaseException, name: str = PROG) -> int:
+    """A bind that failed (port in use, no such address, no permission): one line, exit 1."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return fail(f"cannot listen on {host}:{port}: {reason}",
+                "pick another port with --http HOST:PORT (port 0 picks a free one)", FAILED, name)
+
+
+def guarded(run: Callable[[], int], name: str = PROG) -> int:
+    """Run a command; known user mistakes become one stderr line, a closed stdout ends quietly.
+
+    Anything else is a bug and keeps its traceback.
+    """
+    try:
+        try:
+            return run()
+        finally:
+            sys.stdout.flush()  # a closed pipe fails here, inside the guard, not at interpreter exit
+    except BrokenPipeError:
+        # The reader went away (`| head -1`): stop writing, say nothing (the Python docs' recipe).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return FAILED
+    except KeyboardInterrupt:
+        return 130
+    except CliError as exc:
+        return fail(exc.problem, exc.fix, exc.code, name)
+    except TargetError as exc:
+        return fail(str(exc), None, USAGE, name)
