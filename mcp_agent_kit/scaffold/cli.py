@@ -13,18 +13,6 @@ from pathlib import Path
 from mcp_agent_kit.cli_common import CREATE_PROG, USAGE, Parser, alias, fail, guarded, version_line
 from mcp_agent_kit.scaffold.names import NameError_, derive
 
-NEXT_STEPS = """\
-Created {path}
-
-Next steps:
-  cd {rel}
-  python -m pip install -e .        # installs {dist} (depends only on mcp-agent-kit)
-  python validate.py                # every check should print a check mark
-  python -m {pkg}.server            # MCP over stdio; --http 127.0.0.1:8000 for HTTP
-  python -m {pkg}.a2a_server        # the same tools as an A2A agent
-  mcp-agent-kit install claude-desktop --name {dist} -- {python} -m {pkg}.server
-"""
-
 
 def new_parser(prog: str = "mcp-agent-kit new") -> argparse.ArgumentParser:
     parser = Parser(prog=prog, description="Create a new MCP + A2A agent project.")
@@ -47,13 +35,17 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
         names = derive(args.name)
     except NameError_ as exc:
         return fail(str(exc), "try a name like my-agent", USAGE, name)
+    from mcp_agent_kit.scaffold.finish import copy_kit_wheel, next_steps
+    from mcp_agent_kit.scaffold.origin import find_origin
     from mcp_agent_kit.scaffold.render import ExistsError, render_project, write_project
 
     description = " ".join((args.desc or f"An MCP agent named {names.dist}.").split())
     target = Path(args.dir or ".") / names.dist
     try:
-        files = render_project(names, description)
+        origin = find_origin()
+        files = render_project(names, description, origin)
         kept = write_project(files, target, force=args.force)
+        copy_kit_wheel(origin, target)
     except ExistsError as exc:
         return fail(str(exc), name=name)
     except (OSError, ValueError) as exc:
@@ -61,10 +53,7 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
     for rel in kept:
         print(f"kept {rel} (you changed it)")
     shown = target if args.dir else Path(names.dist)
-    steps = NEXT_STEPS.format(
-        path=target.absolute(), rel=shown, dist=names.dist, pkg=names.package, python=sys.executable
-    )
-    print(steps)
+    print(next_steps(names, target.absolute(), shown, origin))
     return 0
 
 
