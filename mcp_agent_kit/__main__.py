@@ -40,7 +40,19 @@ def usage() -> str:
 def _unknown(command: str) -> int:
     close = difflib.get_close_matches(command, COMMANDS, n=1)
     fix = f"did you mean {close[0]!r}?" if close else f"run '{PROG} --help' for the list of commands"
+    if not close and _project_name(command):  # the older kits' `python -m mcp_agent_kit NAME`
+        fix = f"to create a project run '{PROG} new {command}' (or 'create-mcp-agent {command}')"
     return fail(f"unknown command {command!r}", fix, USAGE)
+
+
+def _project_name(word: str) -> bool:
+    from mcp_agent_kit.scaffold.names import NameError_, derive
+
+    try:
+        derive(word)
+    except NameError_:
+        return False
+    return True
 
 
 def _dispatch(args: list[str]) -> int:

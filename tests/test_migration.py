@@ -61,7 +61,6 @@ def test_2_create_mcp_agent_makes_the_project(project: Path) -> None:
         assert (project / rel).exists(), rel
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for `mcp-agent-kit NAME` to point at `mcp-agent-kit new NAME`")
 def test_2_the_old_generator_form_names_the_new_command(tmp_path: Path) -> None:
     desc = "Use when x. Do not use for y."
     old = run([sys.executable, "-m", "mcp_agent_kit", "demo_agent", "--desc", desc], tmp_path)
@@ -148,7 +147,8 @@ def test_6_bare_meta_keys_over_http_name_the_mcp_keys() -> None:
         running.server.server_close()
     error = json.loads(payload)["error"]
     assert status == 400 and error["code"] == -32600
-    assert "`io.modelcontextprotocol/protocolVersion`" in error["message"] and "bare `protocolVersion`" in error["message"]
+    assert "`io.modelcontextprotocol/protocolVersion`" in error["message"]
+    assert "bare `protocolVersion`" in error["message"]
 
 
 # ---- 7-10: the A2A server -----------------------------------------------------------------------------

@@ -153,7 +153,7 @@ def test_a2a_sdk_client_completes_a_task(installed: tuple[Path, Path]) -> None:
     port = free_port()
     env = dict(os.environ)
     server = subprocess.Popen(
-        [str(python), "-m", "demo_agent.a2a_server", "--port", str(port)],
+        [str(python), "-m", "demo_agent.a2a_server", "--http", f"127.0.0.1:{port}"],
         cwd=project,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -106,4 +106,4 @@ def test_the_older_kits_a2a_command_still_serves(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
-    assert b"python -m demo_agent.a2a_server --port" in err
+    assert b"python -m demo_agent.a2a_server --http 127.0.0.1:" in err

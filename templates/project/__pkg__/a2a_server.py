@@ -1,4 +1,4 @@
-"""${name} as an A2A v1.0 agent: `python -m ${pkg}.a2a_server [--port 8080] [--store tasks.db]`."""
+"""${name} as an A2A v1.0 agent: `python -m ${pkg}.a2a_server [--http 127.0.0.1:8080] [--store tasks.db]`."""
 
 import sys
 
