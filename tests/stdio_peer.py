@@ -1,4 +1,11 @@
-"""A raw line-level stdio peer for tests: spawn a server, write bytes, read JSON lines."""
+"""A raw line-level stdio peer for tests: spawn a server, write bytes, read JSON lines.
+
+Strict: `call` fails on a reply to anything but the request it waits for (a notification must never
+be answered, a request answered once), and leaving the `with` block fails when the server wrote a
+reply nobody read (unless the test read `raw` itself). Server notifications and requests met while
+waiting are kept in `seen`. stderr is read line by line too: `stderr_line()` waits for the next one
+(a readiness signal for fixtures that report on stderr).
+"""
 
 from __future__ import annotations
 
@@ -45,8 +52,11 @@ class StdioPeer:
             env=env,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.raw: list[bytes] = []
+        self._raw: list[bytes] = []
+        self._raw_read = False
+        self.seen: list[dict[str, Any]] = []
         self.stderr = b""
+        self.stderr_lines: queue.Queue[bytes | None] = queue.Queue()
         self._pumps = [
             threading.Thread(target=self._pump, daemon=True),
             threading.Thread(target=self._pump_err, daemon=True),
@@ -54,16 +64,32 @@ class StdioPeer:
         for pump in self._pumps:
             pump.start()
 
+    @property
+    def raw(self) -> list[bytes]:
+        """Every stdout line so far; a test that reads it checks the output itself."""
+        self._raw_read = True
+        return self._raw
+
     def _pump(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.raw.append(line)
+            self._raw.append(line)
             self.lines.put(line)
         self.lines.put(None)
 
     def _pump_err(self) -> None:
         assert self.proc.stderr is not None
-        self.stderr = self.proc.stderr.read()
+        for line in self.proc.stderr:
+            self.stderr += line
+            self.stderr_lines.put(line)
+        self.stderr_lines.put(None)
+
+    def stderr_line(self, timeout: float = 10.0) -> str:
+        """The next line the server writes to stderr (EOFError once stderr is closed)."""
+        line = self.stderr_lines.get(timeout=timeout)
+        if line is None:
+            raise EOFError("server closed stderr")
+        return line.decode(errors="replace").rstrip("\n")
 
     def send_bytes(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -81,11 +107,16 @@ class StdioPeer:
         return value
 
     def call(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        """Send a request and return its reply; any other reply on the way is a failure."""
         self.send(message)
         while True:
             reply = self.recv(timeout)
-            if reply.get("id") == message.get("id") and "method" not in reply:
+            if isinstance(reply, dict) and "method" in reply:
+                self.seen.append(reply)  # a server notification or request: the test may inspect them
+                continue
+            if isinstance(reply, dict) and "id" in reply and reply["id"] == message.get("id"):
                 return reply
+            raise AssertionError(f"unexpected line while waiting for id {message.get('id')!r}: {reply!r:.300}")
 
     def wait(self, timeout: float = 10.0) -> int:
         """Wait for the process to exit and for everything it wrote to be read."""
@@ -103,10 +134,31 @@ class StdioPeer:
     def __enter__(self) -> StdioPeer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def unread_replies(self) -> list[dict[str, Any]]:
+        """Replies still queued that no `recv` took (server notifications do not count)."""
+        left: list[dict[str, Any]] = []
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return left
+            if line is None:
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                left.append({"unparsable": line.decode(errors="replace")})
+                continue
+            if not (isinstance(value, dict) and "method" in value):
+                left.append(value)
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         if self.proc.poll() is None:
             try:
                 self.close(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if exc_type is None and not self._raw_read:
+            unread = self.unread_replies()
+            assert not unread, f"the server wrote replies nobody asked for: {unread!r:.500}"

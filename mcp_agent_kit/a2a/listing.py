@@ -70,7 +70,7 @@ def parse_query(owner: str, raw: dict[str, Any]) -> tuple[Query, int | None, boo
         state = STATE_NUMBERS.get(state, state)
     if state in (None, "", "TASK_STATE_UNSPECIFIED", 0):
         state = None
-    elif state not in STATES:
+    elif not isinstance(state, str) or state not in STATES:  # a dict or list is unhashable: never a lookup key
         raise _bad("status", f"must be a TASK_STATE_* name, got {state!r}")
     context = params.get("contextId")
     if context is not None and not isinstance(context, str):

@@ -3,23 +3,37 @@ no 5xx, no hung connection, every JSON-RPC body answers the request's id (refusa
 may carry a null id), every REST error is an AIP-193 body, and at the end no worker is left behind
 and the agent still completes a task.
 
-Seeded and deterministic. Subscriptions only target finished or unknown tasks: a subscription to an
+Seeded and reproducible: the seed alone fixes the stream (FUZZ_SEED=<n> replays another one; a
+failure prints the seed). Task ids the server invents fill slots the seed chose, and drawing them
+consumes the same randomness whatever the server said, so the server's answers never shift the
+rest of the stream. Subscriptions only target finished or unknown tasks: a subscription to an
 interrupted task is an open stream by design.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
+import urllib.parse
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from mcp_agent_kit.loader import load_target
-from tests.a2a.conftest import METRICS, start
+from tests.a2a.conftest import METRICS, Live, start
 from tests.http.test_fuzz_http import TIMEOUT, Conn, Pool, Response, http_request, random_json, sse_messages, wait_until
 
 SEED = 20261208
+
+
+def fuzz_seed() -> int:
+    """FUZZ_SEED from the environment, else the fixed default."""
+    return int(os.environ.get("FUZZ_SEED", SEED))
+
+
 COUNT = 4_000
 MAX_BODY = 64 * 1024
 TERMINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"})
@@ -50,10 +64,13 @@ class Tasks:
                 self.learn(item)
 
     def pick(self, rng: random.Random, finished: bool) -> str:
+        """A known id or a made-up one; always three draws, however many ids are known."""
+        unknown, where = rng.random(), rng.random()
+        made_up = ["missing-task", "", "a/b", "x" * 300][rng.randrange(4)]
         ids = sorted(key for key, state in self.states.items() if not finished or state in TERMINAL)
-        if not ids or rng.random() < 0.2:
-            return rng.choice(["missing-task", "", "a/b", "x" * 300])
-        return rng.choice(ids)
+        if not ids or unknown < 0.2:
+            return made_up
+        return ids[int(where * len(ids))]
 
 
 def part(rng: random.Random) -> Any:
@@ -102,7 +119,8 @@ def params_for(rng: random.Random, method: str, tasks: Tasks) -> dict[str, Any]:
         return {"id": tasks.pick(rng, finished=False), "historyLength": rng.choice([None, 0, 2, "x"])}
     if method == "ListTasks":
         return rng.choice([{}, {"pageSize": 2}, {"pageSize": -1}, {"status": "TASK_STATE_COMPLETED"},
-                           {"status": "completed"}, {"pageToken": "junk"}, {"statusTimestampAfter": "yesterday"}])
+                           {"status": "completed"}, {"status": {}}, {"status": []},
+                           {"pageToken": "junk"}, {"statusTimestampAfter": "yesterday"}])
     return {"id": tasks.pick(rng, finished=False)}
 
 
@@ -248,43 +266,50 @@ def check_rest(response: Response, seen: Counter[str]) -> list[str]:
     return []
 
 
+def build(rng: random.Random, n: int, port: int, tasks: Tasks) -> tuple[bytes, Any, bool, bool, int | None]:
+    """Request #n: (raw HTTP bytes, the JSON value it denotes or None, JSON-RPC?, HEAD?, pool slot)."""
+    slot = None if n % 10 == 9 else n % 4
+    kind = n % 6
+    rpc = kind < 4
+    value: Any = None
+    head = False
+    if kind == 0:
+        raw_body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
+        verb, path = "POST", "/a2a"
+    elif rpc:
+        method = rng.choice(RPC_METHODS)
+        id_: Any = f"a{n}" if n % 3 else n
+        value = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params_for(rng, method, tasks)}
+        if kind == 3:
+            value = mutate(rng, value) if rng.random() < 0.8 else random_json(rng)
+        raw_body, value = body_bytes(rng, value)
+        verb, path = "POST", rng.choices(["/a2a", "/a2a/", "/", "/a2a?A2A-Version=1.0"], [85, 5, 5, 5])[0]
+    else:
+        verb, path, value = rest_request(rng, port, tasks)
+        raw_body, value = body_bytes(rng, value) if value is not None else (b"", None)
+        head = verb == "HEAD"
+    sends_body = verb in ("POST", "PUT") or bool(raw_body)
+    raw = http_request(verb, path, headers_for(rng, port, sends_body), raw_body if sends_body else None)
+    return raw, value, rpc, head, slot
+
+
 def test_fuzz_a2a_never_fails_never_hangs_and_answers_each_id() -> None:
     baseline = threading.active_count()
     server = start(load_target(METRICS), max_body=MAX_BODY)
     port = server.server_address[1]
-    rng = random.Random(SEED)
+    seed = fuzz_seed()
+    rng = random.Random(seed)
     pool = Pool(port)
     tasks = Tasks()
     seen: Counter[str] = Counter()
     failures: list[str] = []
     try:
         for n in range(COUNT):
-            slot = None if n % 10 == 9 else n % 4
-            kind = n % 6
-            rpc = kind < 4
-            value: Any = None
-            head = False
-            if kind == 0:
-                raw_body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
-                verb, path = "POST", "/a2a"
-            elif rpc:
-                method = rng.choice(RPC_METHODS)
-                id_: Any = f"a{n}" if n % 3 else n
-                value = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params_for(rng, method, tasks)}
-                if kind == 3:
-                    value = mutate(rng, value) if rng.random() < 0.8 else random_json(rng)
-                raw_body, value = body_bytes(rng, value)
-                verb, path = "POST", rng.choices(["/a2a", "/a2a/", "/", "/a2a?A2A-Version=1.0"], [85, 5, 5, 5])[0]
-            else:
-                verb, path, value = rest_request(rng, port, tasks)
-                raw_body, value = body_bytes(rng, value) if value is not None else (b"", None)
-                head = verb == "HEAD"
-            sends_body = verb in ("POST", "PUT") or bool(raw_body)
-            raw = http_request(verb, path, headers_for(rng, port, sends_body), raw_body if sends_body else None)
+            raw, value, rpc, head, slot = build(rng, n, port, tasks)
             try:
                 response = pool.exchange(raw, slot, head)
             except TimeoutError:
-                raise AssertionError(f"#{n}: no reply within {TIMEOUT}s to {raw[:300]!r}") from None
+                raise AssertionError(f"FUZZ_SEED={seed} #{n}: no reply within {TIMEOUT}s to {raw[:300]!r}") from None
             seen[str(response.status)] += 1
             if response.headers.get("content-type", "").startswith("application/json") and response.body:
                 tasks.learn(json.loads(response.body))
@@ -294,7 +319,7 @@ def test_fuzz_a2a_never_fails_never_hangs_and_answers_each_id() -> None:
             failures.extend(f"#{n} {problem}; request {raw[:300]!r}" for problem in problems)
             if len(failures) > 20:
                 break
-        assert not failures, "\n".join(failures)
+        assert not failures, f"FUZZ_SEED={seed} replays this stream:\n" + "\n".join(failures)
         final = json.dumps({"jsonrpc": "2.0", "id": "last", "method": "SendMessage", "params": {"message": {
             "messageId": "last", "role": "ROLE_USER",
             "parts": [{"data": {"skill": "calculate_metrics", "arguments": {"values": [1, 2]}}}]}}}).encode()
@@ -306,12 +331,52 @@ def test_fuzz_a2a_never_fails_never_hangs_and_answers_each_id() -> None:
         server.shutdown()
         server.server_close()
     # every connection thread and task worker ends once the clients are gone
-    assert wait_until(lambda: threading.active_count() <= baseline + 1), threading.enumerate()
-    assert seen["200"] > COUNT // 5 and seen["sse"] > 20 and seen["id echoed"] > COUNT // 5, seen
-    assert len(tasks.states) > 50, len(tasks.states)
+    assert wait_until(lambda: threading.active_count() <= baseline + 1), (seed, threading.enumerate())
+    assert seen["200"] > COUNT // 5 and seen["sse"] > 20 and seen["id echoed"] > COUNT // 5, (seed, seen)
+    assert len(tasks.states) > 50, (seed, len(tasks.states))
+
+
+def stream(seed: int, tasks: Tasks, count: int = 600) -> tuple[list[bytes], object]:
+    rng = random.Random(seed)
+    return [build(rng, n, 4242, tasks)[0] for n in range(count)], rng.getstate()
+
+
+def test_the_same_seed_sends_the_same_stream_whatever_the_server_answers() -> None:
+    first, state = stream(SEED, Tasks())
+    assert stream(SEED, Tasks()) == (first, state)
+    other, other_state = stream(SEED + 1, Tasks())
+    assert other != first and other_state != state
+    known = Tasks()  # a server that has made tasks: ids differ, but the draws do not shift
+    known.states = {f"task-{i}": "TASK_STATE_COMPLETED" if i % 2 else "TASK_STATE_WORKING" for i in range(37)}
+    filled, filled_state = stream(SEED, known)
+    assert filled_state == state and len(filled) == len(first)
+    assert filled != first  # the known ids were used
+    assert sum(a == b for a, b in zip(first, filled, strict=True)) > len(first) // 2  # most requests name no task
+
+
+def test_fuzz_seed_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUZZ_SEED", "7")
+    assert fuzz_seed() == 7
+    monkeypatch.delenv("FUZZ_SEED")
+    assert fuzz_seed() == SEED
 
 
 # ---- regressions found by the fuzz test ----------------------------------------------------------------
+@pytest.mark.parametrize("status", [{}, [], ["TASK_STATE_COMPLETED"], {"state": "x"}, 1.5, True, "nope"])
+def test_list_tasks_with_a_status_of_the_wrong_type_is_invalid_params(status: Any) -> None:
+    server = start(load_target(METRICS))
+    try:
+        live = Live(server)
+        reply = live.rpc("ListTasks", {"status": status})
+        assert "result" not in reply, reply
+        assert reply["error"]["code"] == -32602, reply
+        code, _, body = live.request("GET", "/a2a/rest/tasks?status=" + urllib.parse.quote(json.dumps(status)))
+        assert code == 400 and json.loads(body)["error"]["code"] == 400, body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_put_and_patch_get_a_json_405_and_its_code_matches_the_status() -> None:
     server = start(load_target(METRICS))
     port = server.server_address[1]

@@ -7,12 +7,9 @@ Runs `npx -p node@22 -p @modelcontextprotocol/conformance@0.2.0-alpha.12 -- conf
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 REQUIRED = [
@@ -25,10 +22,12 @@ REQUIRED = [
     "json-schema-ref-no-deref",
 ]
 
-pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="the conformance suite needs Node's npx")
 
 
 def test_required_client_scenarios_pass(tmp_path: Path) -> None:
+    from tests.pinned import require_tool
+
+    require_tool("npx", f"Node's npx runs the pinned conformance suite {CONFORMANCE}")  # a failure, not a skip
     command = f"{sys.executable} -m mcp_agent_kit.client.conformance_client"
     run = subprocess.run(
         [

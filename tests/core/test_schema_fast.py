@@ -6,15 +6,11 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_agent_kit.core.schema import Validator, compile_schema
-
-jsonschema = pytest.importorskip("jsonschema")
-
-from tests.core.test_schema import COUNTS, NAMES, NUMBERS, TYPES, VALUES  # noqa: E402 - after the skip
+from tests.core.test_schema import COUNTS, NAMES, NUMBERS, TYPES, VALUES, jsonschema_module
 
 INLINE_LEAF: dict[str, st.SearchStrategy[Any]] = {
     "type": TYPES | st.lists(TYPES, min_size=1, max_size=3, unique=True),
@@ -70,7 +66,7 @@ SETTINGS = settings(
 @given(ROOTS, st.lists(VALUES, min_size=1, max_size=8))
 def test_shortcut_accepts_only_valid_values(schema: dict[str, Any], instances: list[Any]) -> None:
     validator = Validator(schema)
-    oracle = jsonschema.Draft202012Validator(schema)
+    oracle = jsonschema_module().Draft202012Validator(schema)
     for x in instances:
         expected = oracle.is_valid(x)
         if validator._fast is not None and validator._fast(x):
@@ -84,7 +80,7 @@ def test_inline_only_schemas_get_a_shortcut_that_agrees_exactly(schema: dict[str
     """Without delegated keywords the shortcut is exact on plain JSON values (no fallback needed)."""
     validator = Validator(schema)
     assert validator._fast is not None, schema
-    oracle = jsonschema.Draft202012Validator(schema)
+    oracle = jsonschema_module().Draft202012Validator(schema)
     for x in data.draw(st.lists(VALUES, min_size=1, max_size=8)):
         assert validator._fast(x) == oracle.is_valid(x), (schema, x)
 

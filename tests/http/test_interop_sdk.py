@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-mcp = pytest.importorskip("mcp", reason="the interop peer mcp==2.3.0 is a pinned test dependency")
+from tests.pinned import require
+
+mcp = require("mcp", "mcp==2.3.0 (the interop peer)")  # missing: the module fails to load, loudly
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "metrics_server.py"
 

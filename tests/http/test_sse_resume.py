@@ -11,8 +11,6 @@ import threading
 import time
 from typing import Any
 
-import pytest
-
 from mcp_agent_kit import Context, Server
 from mcp_agent_kit.transports.sse_replay import EventLog
 
@@ -200,11 +198,10 @@ class _Sink:
 
 
 # ---- the official client reconnects by itself ---------------------------------------------------------
-pytest.importorskip("mcp", reason="the interop peer mcp==2.3.0 is a pinned test dependency")
-
-
 def test_official_client_reconnects_after_the_server_closes_the_stream(serve: Any) -> None:
-    from mcp import Client
+    from tests.pinned import require
+
+    Client = require("mcp", "mcp==2.3.0 (the interop peer)").Client
 
     gate, finished = threading.Event(), []
     running = serve(make_server(gate, finished).dispatcher)

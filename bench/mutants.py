@@ -1,0 +1,202 @@
+"""Mutation check of the security- and protocol-critical lines: does the suite notice a planted bug?
+
+Each mutant is one textual replacement of an exact source snippet (it must occur exactly once, or the
+run stops: a refactor moved the line, so update the mutant). The working tree is copied to a scratch
+directory once; for each mutant the file is changed there, the mutant's own test files run (pytest
+-x, with a timeout), and the file is put back. A mutant is KILLED when those tests fail, SURVIVED
+when they pass. First a baseline run of every test set on the unchanged copy must pass, or the
+verdicts would mean nothing.
+
+    python bench/mutants.py                 # all mutants, prints a table; exit 1 if one survives
+    python bench/mutants.py -k token -k hmac  # only mutants whose name contains one of the words
+    python bench/mutants.py --list
+
+Run on demand (minutes); not part of CI's default run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IGNORE = shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",
+                                ".ruff_cache", ".hypothesis", "node_modules", "build", "dist", "*.egg-info")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    original: str
+    replacement: str
+    tests: tuple[str, ...]
+
+
+AUTH_MCP = ("tests/http/test_auth_tokens.py",)
+AUTH_A2A = ("tests/a2a/test_auth_tokens.py",)
+STATE = ("tests/http/test_request_state_binding.py", "tests/core/test_dispatcher.py")
+CANCEL = ("tests/core/test_cancellation_observed.py",)
+DROP = ("tests/http/test_drop_versus_cancel.py", "tests/http/test_sse_resume.py")
+SCHEMA = ("tests/core/test_schema.py",)
+
+MUTANTS = [
+    Mutant("mcp token: substring", "mcp_agent_kit/transports/http_security.py",
+           "if hmac.compare_digest(given, token):", "if token in given:", AUTH_MCP),
+    Mutant("mcp token: prefix", "mcp_agent_kit/transports/http_security.py",
+           "if hmac.compare_digest(given, token):", "if given.startswith(token):", AUTH_MCP),
+    Mutant("mcp token: any scheme", "mcp_agent_kit/transports/http_security.py",
+           'if scheme.lower() != "bearer" or not credentials.strip():', "if not credentials.strip():", AUTH_MCP),
+    Mutant("a2a token: prefix", "mcp_agent_kit/a2a/http.py",
+           "if hmac.compare_digest(known.encode(), token.strip().encode()):",
+           "if token.strip().startswith(known):", AUTH_A2A),
+    Mutant("a2a token: substring", "mcp_agent_kit/a2a/http.py",
+           "if hmac.compare_digest(known.encode(), token.strip().encode()):", "if known in token:", AUTH_A2A),
+    Mutant("a2a token: any scheme", "mcp_agent_kit/a2a/http.py",
+           'if scheme.lower() != "bearer":\n            return None', 'if not token:\n            return None',
+           AUTH_A2A),
+    Mutant("mcp host check off", "mcp_agent_kit/transports/http_security.py",
+           "host = _split_host(host_header)\n        return host is not None and host in self.allowed_hosts",
+           "host = _split_host(host_header)\n        return True", ("tests/http/test_security.py",)),
+    Mutant("mcp origin check off", "mcp_agent_kit/transports/http_security.py",
+           "if origin is None or ANY in self.allowed_origins:", "if True:", ("tests/http/test_security.py",)),
+    Mutant("mrtr state: principal unbound", "mcp_agent_kit/core/mrtr.py",
+           '"p": call.conn.principal}', '"p": None}', STATE),
+    Mutant("mrtr state: arguments unbound", "mcp_agent_kit/core/mrtr.py",
+           '"h": fingerprint(arguments)', '"h": ""', STATE),
+    Mutant("mrtr state: method unbound", "mcp_agent_kit/core/mrtr.py",
+           '{"m": call.method,', '{"m": "tools/call",', STATE),
+    Mutant("state: binding not checked", "mcp_agent_kit/core/state.py",
+           "if payload.get(key) != value:", "if False:", STATE),
+    Mutant("state: HMAC not checked", "mcp_agent_kit/core/state.py",
+           "if not hmac.compare_digest(tag, hmac.new(secret, raw, hashlib.sha256).digest()):", "if False:", STATE),
+    Mutant("cancel notification ignored", "mcp_agent_kit/core/methods.py",
+           'conn.cancel(params.get("requestId"))', "return None", CANCEL),
+    Mutant("cancel flag never set", "mcp_agent_kit/core/dispatcher.py",
+           "if event is not None:\n            event.set()", "if event is not None:\n            pass", CANCEL),
+    Mutant("sse drop always cancels", "mcp_agent_kit/transports/sse.py",
+           "if self._stream is None:  # a resumable stream's events", "if True:  # a resumable stream's events",
+           DROP),
+    Mutant("sse drop never cancels", "mcp_agent_kit/transports/sse.py",
+           "self.cancel.set()\n        self.handler.close_connection = True",
+           "pass\n        self.handler.close_connection = True", DROP),
+    Mutant("stdio answers notifications", "mcp_agent_kit/transports/stdio.py",
+           "else:  # a notification\n            self.dispatcher.notification(incoming.message, self.conn)",
+           "else:  # a notification\n            self.dispatcher.notification(incoming.message, self.conn)\n"
+           '            self.write({"jsonrpc": "2.0", "id": None, "result": {}})',
+           ("tests/transports/test_stdio.py",)),
+    Mutant("a2a task ownership off", "mcp_agent_kit/a2a/engine.py",
+           'if task is None or task.get("_owner", "") != owner:', "if task is None:", AUTH_A2A),
+    Mutant("a2a list ownership off", "mcp_agent_kit/a2a/store.py",
+           'if task.get("_owner") != query.owner:\n        return False',
+           'if False:\n        return False', AUTH_A2A),
+    Mutant("mcp task ownership off", "mcp_agent_kit/core/tasks.py",
+           "if task is None or task.principal != principal:", "if task is None:", ("tests/tasks/test_tasks.py",)),
+    Mutant("schema: required ignored", "mcp_agent_kit/core/schema_keywords.py",
+           "return x.keys() >= need", "return True", SCHEMA),
+    Mutant("schema: additionalProperties false ignored", "mcp_agent_kit/core/schema_keywords.py",
+           "if not hit and extra is FALSE:", "if False:", SCHEMA),
+    Mutant("schema: recursion overflow is valid", "mcp_agent_kit/core/schema.py",
+           "except RecursionError:\n            return False",
+           "except RecursionError:\n            return True", SCHEMA),
+    Mutant("plugin path containment off", "mcp_agent_kit/packaging/plugin_validate.py",
+           "return path.resolve(strict=False).is_relative_to(root)", "return True",
+           ("tests/packaging/test_plugin_corpus.py",)),
+    Mutant("skill path containment off", "mcp_agent_kit/packaging/skill_validate.py",
+           "if not candidate.is_relative_to(resolved_root):", "if False:",
+           ("tests/packaging/test_skill_corpus.py",)),
+    Mutant("a2a ListTasks status type check", "mcp_agent_kit/a2a/listing.py",
+           "elif not isinstance(state, str) or state not in STATES:", "elif state not in STATES:",
+           ("tests/a2a/test_fuzz_a2a.py",)),
+]
+
+
+def check_snippets(mutants: list[Mutant]) -> None:
+    """Every snippet must occur exactly once in its file; else stop (the mutant no longer applies)."""
+    problems = []
+    for m in mutants:
+        text = (ROOT / m.file).read_text(encoding="utf-8")
+        count = text.count(m.original)
+        if count != 1:
+            problems.append(f"{m.name}: {m.file} has the snippet {count} times: {m.original!r}")
+        for test in m.tests:
+            if not (ROOT / test.split("::")[0]).is_file():
+                problems.append(f"{m.name}: no test file {test}")
+    if problems:
+        raise SystemExit("mutants out of date:\n  " + "\n  ".join(problems))
+
+
+def run_tests(scratch: Path, tests: tuple[str, ...], timeout: float) -> tuple[bool, str]:
+    """(passed, tail of the output) of pytest on `tests` inside the scratch copy."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(scratch), PYTHONDONTWRITEBYTECODE="1", FUZZ_SEED=env.get("FUZZ_SEED", ""))
+    if not env["FUZZ_SEED"]:
+        del env["FUZZ_SEED"]
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--timeout", str(int(timeout)),
+               *tests]
+    try:
+        done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout + 30)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    return done.returncode == 0, (done.stdout + done.stderr)[-1500:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", action="append", default=[], help="only mutants whose name contains this")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per test run")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of each test set")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.k or any(word.lower() in m.name.lower() for word in args.k)]
+    check_snippets(chosen)
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:44} {m.file}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
+        scratch = Path(tmp) / "repo"
+        shutil.copytree(ROOT, scratch, ignore=IGNORE, symlinks=True)
+        probe = subprocess.run([sys.executable, "-c", "import mcp_agent_kit; print(mcp_agent_kit.__file__)"],
+                               cwd=scratch, env={**os.environ, "PYTHONPATH": str(scratch)},
+                               capture_output=True, text=True, check=True)
+        if not Path(probe.stdout.strip()).resolve().is_relative_to(scratch.resolve()):
+            raise SystemExit(f"the scratch copy does not shadow the installed package: {probe.stdout.strip()}")
+        if not args.no_baseline:
+            for tests in sorted({m.tests for m in chosen}):
+                passed, tail = run_tests(scratch, tests, args.timeout)
+                if not passed:
+                    raise SystemExit(f"baseline failed for {' '.join(tests)} (fix that first):\n{tail}")
+        rows = []
+        for m in chosen:
+            target = scratch / m.file
+            original = target.read_text(encoding="utf-8")
+            target.write_text(original.replace(m.original, m.replacement, 1), encoding="utf-8")
+            began = time.monotonic()
+            try:
+                passed, _ = run_tests(scratch, m.tests, args.timeout)
+            finally:
+                target.write_text(original, encoding="utf-8")
+            rows.append((m, "SURVIVED" if passed else "killed", time.monotonic() - began))
+            print(f"  {m.name}: {rows[-1][1]} ({rows[-1][2]:.1f}s)", file=sys.stderr, flush=True)
+    width = max(len(m.name) for m, _, _ in rows)
+    fwidth = max(len(m.file) for m, _, _ in rows)
+    print(f"| {'mutant':{width}} | {'file':{fwidth}} | tests run | result   | seconds |")
+    print(f"|{'-' * (width + 2)}|{'-' * (fwidth + 2)}|-----------|----------|---------|")
+    for m, verdict, seconds in rows:
+        tests = ", ".join(Path(t).name for t in m.tests)
+        print(f"| {m.name:{width}} | {m.file:{fwidth}} | {tests} | {verdict:8} | {seconds:7.1f} |")
+    survivors = [m.name for m, verdict, _ in rows if verdict == "SURVIVED"]
+    print(f"\n{len(rows) - len(survivors)} killed, {len(survivors)} survived" + (f": {survivors}" if survivors else ""))
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
