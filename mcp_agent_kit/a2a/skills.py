@@ -67,7 +67,7 @@ def skill_for(tool: ToolDef) -> dict[str, Any]:
         "examples": [json.dumps(example, separators=(",", ":"))],
         "inputModes": ["application/json", "text/plain"],
         "outputModes": ["application/json", "text/plain"]
-        if "outputSchema" in wire
+        if "outputSchema" in wire and not tool.wrapped
         else ["text/plain", "application/json"],
     }
 

@@ -78,7 +78,7 @@ class ToolAgent(Agent):
         tools = {}
         for tool in self.registry.listing("tools"):
             schemas = {"inputSchema": tool.input_schema}
-            if "outputSchema" in tool.wire:
+            if "outputSchema" in tool.wire and not tool.wrapped:  # a wrapped value travels as its text
                 schemas["outputSchema"] = tool.wire["outputSchema"]
             tools[tool.name] = schemas
         return [
@@ -189,6 +189,8 @@ class ToolAgent(Agent):
         if problems:
             job.fail(f"{tool.name} broke its outputSchema: {'; '.join(p.message for p in problems)}")
             return
+        if tool.wrapped:  # {"result": value} exists for MCP's object rule; A2A gets the value's own text
+            result.pop("structuredContent", None)
         parts = result_parts(result)
         if parts:
             job.artifact(parts, name=tool.name)

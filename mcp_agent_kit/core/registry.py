@@ -40,6 +40,7 @@ class ToolDef:
 
     __slots__ = (
         "_input", "_output", "as_is", "handler", "integer_args", "long_running", "name", "structured", "wire",
+        "wrapped",
     )
 
     def __init__(self, name: str, wire: dict[str, Any], handler: Handler, long_running: bool = False) -> None:
@@ -47,6 +48,7 @@ class ToolDef:
         self.wire = wire
         self.handler = handler
         self.long_running = long_running
+        self.wrapped = False  # outputSchema inferred as {"result": ...} around a non-object return type
         self.structured = "outputSchema" in wire
         props = wire["inputSchema"].get("properties")
         # Top-level arguments the schema types as integer: an integral float there becomes an int.
@@ -278,6 +280,7 @@ class Registry:
             }
         )
         definition = ToolDef(tool_name, wire, handler, long_running)
+        definition.wrapped = wrapped
         self._put(self._tools, tool_name, definition, "tools")
         return definition
 

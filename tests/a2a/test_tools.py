@@ -122,3 +122,20 @@ def test_skills_on_the_card() -> None:
     assert skills["add"]["tags"] == ["mcp-tool"]
     assert skills["add"]["examples"] == ['{"skill":"add","arguments":{"a":1,"b":1}}']
     assert "a (integer, required)" in skills["add"]["description"]
+
+
+def test_a_wrapped_primitive_result_travels_as_its_text() -> None:
+    from mcp_agent_kit import Server
+
+    server = Server("wrapped", "1.0")
+
+    @server.tool(read_only=True)
+    def double(n: int) -> int:
+        """Use when a number must be doubled. Do not use for text."""
+        return n * 2
+
+    assert server.get_tool("double").wire["outputSchema"]["required"] == ["result"]  # type: ignore[union-attr]
+    agent = ToolAgent(server)
+    task = send(TaskEngine(agent), skill("double", n=21))["task"]
+    assert task["artifacts"][0]["parts"] == [{"text": "42"}]
+    assert "outputSchema" not in agent.extensions()[0]["params"]["tools"]["double"]
