@@ -8,6 +8,7 @@ repository root (pip install mcp==1.30.0) on first use.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +21,22 @@ LEGACY_PIN = "mcp==1.30.0"
 
 @pytest.fixture(scope="session")
 def legacy_python() -> str:
+    """The legacy oracle's interpreter; a missing or wrong oracle FAILS (it is a pinned test peer)."""
     configured = os.environ.get("MCP_AGENT_KIT_LEGACY_PYTHON")
-    if configured:
-        return configured
     venv = ROOT / ".venv-mcp1"
-    python = venv / "bin" / "python"
-    if not python.exists():
+    python = Path(configured) if configured else venv / "bin" / "python"
+    complete = venv / ".installed"  # written last: a half-made venv is made again, never used
+    if not configured and not complete.exists():
+        shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", LEGACY_PIN], check=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", LEGACY_PIN],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"could not install the legacy oracle {LEGACY_PIN}: {done.stderr.strip()[-2000:]}")
+        complete.write_text(LEGACY_PIN + "\n")
+    version = LEGACY_PIN.partition("==")[2]
+    check = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
+                           capture_output=True, text=True, check=False)
+    if check.stdout.strip() != version:
+        pytest.fail(f"{python} is not the legacy oracle {LEGACY_PIN}: {check.stdout.strip() or check.stderr.strip()}")
     return str(python)

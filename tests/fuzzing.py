@@ -1,9 +1,26 @@
-"""Shared fuzzing helpers: random JSON values from a seeded generator."""
+"""Shared fuzzing helpers: the seed (FUZZ_SEED replays a stream), random JSON values from it."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+from collections.abc import Iterator
 from typing import Any
+
+
+def fuzz_seed(default: int) -> int:
+    """FUZZ_SEED from the environment, else the fuzzer's fixed default: the seed alone fixes a stream."""
+    return int(os.environ.get("FUZZ_SEED", default))
+
+
+@contextlib.contextmanager
+def replayable(seed: int) -> Iterator[None]:
+    """Any failure inside names the seed that replays it."""
+    try:
+        yield
+    except AssertionError as exc:
+        raise AssertionError(f"FUZZ_SEED={seed} replays this stream: {exc}") from exc
 
 
 def random_json(rng: random.Random, depth: int = 0, *, small_ints: bool = True) -> Any:

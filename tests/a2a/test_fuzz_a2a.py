@@ -13,7 +13,6 @@ interrupted task is an open stream by design.
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import urllib.parse
@@ -24,6 +23,7 @@ import pytest
 
 from mcp_agent_kit.loader import load_target
 from tests.a2a.conftest import METRICS, Live, start
+from tests.fuzzing import fuzz_seed as seed_from_environment
 from tests.http.test_fuzz_http import TIMEOUT, Conn, Pool, Response, http_request, random_json, sse_messages, wait_until
 
 SEED = 20261208
@@ -31,7 +31,7 @@ SEED = 20261208
 
 def fuzz_seed() -> int:
     """FUZZ_SEED from the environment, else the fixed default."""
-    return int(os.environ.get("FUZZ_SEED", SEED))
+    return seed_from_environment(SEED)
 
 
 COUNT = 4_000

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.fuzzing import fuzz_seed, replayable
 from tests.fuzzing import random_json as any_json
 from tests.stdio_peer import MODERN_META, ROOT
 
@@ -68,8 +69,8 @@ def mutate(rng: random.Random, message: dict[str, Any]) -> Any:
     return clone
 
 
-def build_inputs() -> tuple[list[bytes], set[Any]]:
-    rng = random.Random(SEED)
+def build_inputs(seed: int = SEED) -> tuple[list[bytes], set[Any]]:
+    rng = random.Random(seed)
     lines: list[bytes] = []
     expected: set[Any] = set()
     for n in range(COUNT):
@@ -126,7 +127,13 @@ def replies(messages: list[dict[str, Any]]) -> Counter[Any]:
 
 
 def test_fuzz_never_dies_and_answers_each_request_once() -> None:
-    lines, expected = build_inputs()
+    seed = fuzz_seed(SEED)
+    with replayable(seed):
+        modern_stream(seed)
+
+
+def modern_stream(seed: int) -> None:
+    lines, expected = build_inputs(seed)
     assert len(lines) >= 10_000
     last = {"jsonrpc": "2.0", "id": "last", "method": "tools/list", "params": {"_meta": MODERN_META}}
     messages = serve_lines(ROOT / "tests/fixtures/kitchen_server.py", [*lines, json.dumps(last).encode()])
@@ -176,7 +183,13 @@ def legacy_request(rng: random.Random, id_: Any) -> dict[str, Any]:
 
 
 def test_fuzz_a_legacy_session_never_dies_and_answers_each_request_once() -> None:
-    rng = random.Random(SEED + 1)
+    seed = fuzz_seed(SEED + 1)
+    with replayable(seed):
+        legacy_stream(seed)
+
+
+def legacy_stream(seed: int) -> None:
+    rng = random.Random(seed)
     hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}}
     init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": hello}
     lines = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']

@@ -218,15 +218,15 @@ def test_progress_and_log_notifications(peer: StdioPeer) -> None:
     assert peer.lines.empty()
 
 
-def test_slow_tool_never_blocks_listing_and_cancel_stops_it(peer: StdioPeer) -> None:
+def test_slow_tool_never_blocks_listing(peer: StdioPeer) -> None:
+    # That the cancel reaches the tool (and no reply follows) is observed from the tool's side in
+    # tests/core/test_cancellation_observed.py.
     peer.send(modern("slow", "tools/call", name="slow", arguments={"seconds": 30}))
     started = time.monotonic()
     assert peer.call(modern("list", "tools/list"))["result"]["tools"]
     assert time.monotonic() - started < 5
     peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}})
     assert peer.call(modern("after", "server/discover"))["id"] == "after"
-    time.sleep(0.3)
-    assert peer.lines.empty()  # a cancelled request is never answered
 
 
 def test_printing_tool_cannot_corrupt_stdout(peer: StdioPeer) -> None:
