@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
@@ -490,7 +489,13 @@ def test_stdio_lifespan_exits_on_sigterm(tmp_path: Path) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None and proc.stderr.readline().strip() == "ENTER"
-        time.sleep(0.2)
+        assert proc.stdin is not None and proc.stdout is not None
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                     "params": {"_meta": meta}}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving: its signal handlers are in place
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import threading
-import time
 from typing import Any
 
 from mcp_agent_kit import Context, Server
@@ -157,7 +155,7 @@ def test_listen_ends_with_result_on_shutdown(serve: Any) -> None:
     _next_event(response)
     from mcp_agent_kit.core import listen
 
-    threading.Thread(target=lambda: (time.sleep(0.1), listen.close(running.server.dispatcher))).start()
+    listen.close(running.server.dispatcher)  # the final event waits in the stream until read
     final = _next_event(response)
     assert final["id"] == "sub-1" and final["result"]["resultType"] == "complete"
     assert final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
