@@ -84,19 +84,27 @@ def _read_record(dist: metadata.Distribution) -> dict[str, object] | None:
     return record if isinstance(record, dict) else None
 
 
-def find_origin() -> Origin:
-    """Where the running kit came from (a source tree run without installing counts as a checkout)."""
+def _source_tree() -> Path | None:
+    """The checkout the running package sits in (its pyproject.toml names this distribution)."""
     tree = _package_dir().parent
-    running_tree = Origin("checkout", "", tree if (tree / "pyproject.toml").is_file() else None)
+    try:
+        text = (tree / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return tree if f'name = "{DIST}"' in text else None
+
+
+def find_origin() -> Origin:
+    """Where the running kit came from: a source tree it runs from (editable or not installed at
+    all) is a checkout; otherwise the installed distribution's record says."""
+    tree = _source_tree()
+    if tree is not None:
+        return Origin("checkout", "", tree)
     try:
         dist = metadata.distribution(DIST)
     except metadata.PackageNotFoundError:
-        return running_tree
-    if dist.version != __version__:  # metadata of some other install: we run from a source tree
-        return running_tree
+        return Origin("checkout", "", None)
+    if dist.version != __version__ or not _installed_here(dist):
+        return Origin("checkout", "", None)  # metadata of another copy: where this one came from is unknown
     record = _read_record(dist)
-    if record is None:
-        return Origin("index", f"{DIST}>={__version__}") if _installed_here(dist) else running_tree
-    origin = _from_direct_url(record)
-    editable_here = origin.local is not None and (origin.local / "mcp_agent_kit").resolve() == _package_dir()
-    return origin if _installed_here(dist) or editable_here else running_tree
+    return Origin("index", f"{DIST}>={__version__}") if record is None else _from_direct_url(record)
