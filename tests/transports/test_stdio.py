@@ -238,18 +238,23 @@ def test_printing_tool_cannot_corrupt_stdout(peer: StdioPeer) -> None:
     assert b"print() to stdout" in peer.stderr and b"raw write to fd 1" in peer.stderr
 
 
+def _slow_call_in_flight(peer: StdioPeer) -> None:
+    """Send a slow call and return once the server has read it: lines are read in order, so the
+    reply to a quick request sent after it proves the slow one is being worked on."""
+    peer.send(modern(1, "tools/call", name="slow", arguments={"seconds": 0.5}))
+    assert peer.call(modern("ready", "tools/list"))["id"] == "ready"
+
+
 def test_eof_lets_in_flight_work_finish_then_exits_zero() -> None:
     with StdioPeer() as peer:
-        peer.send(modern(1, "tools/call", name="slow", arguments={"seconds": 0.5}))
-        time.sleep(0.1)
+        _slow_call_in_flight(peer)
         assert peer.close() == 0
         assert json.loads(peer.raw[-1])["result"]["content"][0]["text"] == "slept 0.5"
 
 
 def test_sigterm_finishes_in_flight_work_and_exits_zero() -> None:
     with StdioPeer() as peer:
-        peer.send(modern(1, "tools/call", name="slow", arguments={"seconds": 0.5}))
-        time.sleep(0.2)
+        _slow_call_in_flight(peer)
         peer.proc.send_signal(signal.SIGTERM)
         assert peer.wait(10) == 0
         assert json.loads(peer.raw[-1])["result"]["content"][0]["text"] == "slept 0.5"
