@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "1.0.0"
+from mcp_agent_kit.wire import implementation as _implementation
+
+__version__ = _implementation.VERSION  # the one source is wire/implementation.py
 
 _EXPORTS = {
     "Server": "mcp_agent_kit.server",

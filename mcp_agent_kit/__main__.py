@@ -18,8 +18,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     # name: (module, function, parser builder, one-line help)
     "serve": ("mcp_agent_kit.transports.cli", "main_serve", "serve_parser",
               "serve a Server object over stdio or Streamable HTTP"),
-    "probe": ("mcp_agent_kit.client.cli", "main_probe", "probe_parser", "find out which MCP era a server speaks"),
-    "gateway": ("mcp_agent_kit.client.cli", "main_gateway", "gateway_parser", "serve many MCP servers as one"),
+    "probe": ("mcp_agent_kit.gateway.cli", "main_probe", "probe_parser", "find out which MCP era a server speaks"),
+    "gateway": ("mcp_agent_kit.gateway.cli", "main_gateway", "gateway_parser", "serve many MCP servers as one"),
     "a2a": ("mcp_agent_kit.a2a.cli", "main", "parser", "serve a Server's tools as an A2A v1.0 agent"),
     "skill": ("mcp_agent_kit.packaging.cli", "main_skill", "skill_parser", "validate, create or install Agent Skills"),
     "plugin": ("mcp_agent_kit.packaging.cli", "main_plugin", "plugin_parser",

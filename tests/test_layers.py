@@ -1,4 +1,9 @@
-"""The layering rules of DESIGN.md, checked on the import statements of every module."""
+"""The layering rules of DESIGN.md, checked on the import statements of every module.
+
+Every import counts, also the ones inside functions (a lazy import is still a dependency) and
+under `if TYPE_CHECKING:`. Two kinds of rule: a layer's forbidden layers, and for client/ and
+the gateway the complete list of what they may import (an allowlist, with no exemptions).
+"""
 
 from __future__ import annotations
 
@@ -8,29 +13,51 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_agent_kit"
+ROOT = "(package root)"  # `from mcp_agent_kit import X`: the lazy public facade, which may load anything
 
 # layer -> the layers of ours it must never import
 FORBIDDEN: dict[str, set[str]] = {
-    "wire": {"core", "transports", "client", "a2a", "packaging", "scaffold", "server", "__main__", "loader"},
-    "core": {"transports", "client", "a2a", "packaging", "scaffold", "server", "__main__"},
-    "packaging": {"core", "transports", "client", "a2a", "scaffold", "server", "__main__"},
-    "transports": {"client", "a2a", "packaging", "scaffold", "__main__"},
-    "client": {"transports", "a2a", "packaging", "scaffold", "__main__", "core.dispatcher", "core.methods"},
-    "a2a": {"transports", "client", "packaging", "scaffold", "__main__"},
+    "wire": {"core", "transports", "client", "gateway", "a2a", "packaging", "scaffold", "server", "__main__",
+             "loader"},
+    "core": {"transports", "client", "gateway", "a2a", "packaging", "scaffold", "server", "__main__"},
+    "packaging": {"core", "transports", "client", "gateway", "a2a", "scaffold", "server", "__main__"},
+    "transports": {"client", "gateway", "a2a", "packaging", "scaffold", "__main__"},
+    "a2a": {"transports", "client", "gateway", "packaging", "scaffold", "__main__"},
     "scaffold": {"__main__"},
+}
+
+# layer -> the only layers of ours it may import (its own included)
+ALLOWED: dict[str, set[str]] = {
+    "wire": {"wire"},
+    # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
+    "client": {"client", "wire"},
+    # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
+    "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common"},
 }
 
 
 def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """Every module of ours `path` imports, relative to the package (`client.channel`), with
+    `name.attr` added for `from name import attr`; the package root itself is ROOT."""
+    return imports_in(path.read_text(encoding="utf-8"), ["mcp_agent_kit", *path.relative_to(PACKAGE).parent.parts])
+
+
+def imports_in(source: str, package: list[str]) -> set[str]:
+    """imported_modules for the source of a module in `package` (["mcp_agent_kit", "client"])."""
+    tree = ast.parse(source)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name.removeprefix("mcp_agent_kit.") for name in found if name.startswith("mcp_agent_kit.")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    ours = {name for name in found if name == "mcp_agent_kit" or name.startswith("mcp_agent_kit.")}
+    return {ROOT if name == "mcp_agent_kit" else name.removeprefix("mcp_agent_kit.") for name in ours}
 
 
 def layer_of(path: Path) -> str:
@@ -38,20 +65,34 @@ def layer_of(path: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
+def layer_of_name(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
 MODULES = sorted(PACKAGE.rglob("*.py"))
+IDS = [str(p.relative_to(PACKAGE)) for p in MODULES]
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
 def test_module_respects_the_layers(path: Path) -> None:
     forbidden = FORBIDDEN.get(layer_of(path), set())
-    bad = sorted(
-        name for name in imported_modules(path)
-        if any(name == layer or name.startswith(layer + ".") for layer in forbidden)
-    )
-    # The gateway is a server built from client parts: DESIGN allows it to build a Server.
-    if path.name == "gateway.py":
-        bad = [name for name in bad if name not in ("server", "server.Server")]
+    bad = sorted(name for name in imported_modules(path) if layer_of_name(name) in forbidden)
     assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer_of(p) in ALLOWED],
+                         ids=[i for p, i in zip(MODULES, IDS, strict=True) if layer_of(p) in ALLOWED])
+def test_module_imports_only_what_its_layer_allows(path: Path) -> None:
+    allowed = ALLOWED[layer_of(path)]
+    bad = sorted(name for name in imported_modules(path) if layer_of_name(name) not in allowed)
+    assert not bad, f"{path.relative_to(PACKAGE)} may import only {sorted(allowed)}, but imports {bad}"
+
+
+def test_the_rules_see_relative_and_root_imports() -> None:
+    """The checker itself: neither a relative import nor the package root slips past it."""
+    source = "from ..core import content\nfrom . import merge\nfrom mcp_agent_kit import __version__\n"
+    found = imports_in(source, ["mcp_agent_kit", "client"])
+    assert {"core", "core.content", "client", "client.merge", ROOT, "__version__"} <= found
 
 
 def test_nothing_imports_the_cli() -> None:

@@ -1,7 +1,8 @@
-"""client: a dual-era MCP client, namespace merging across servers, and an aggregating gateway.
+"""client: a dual-era MCP client, its channels, and namespace merging across servers.
 
-Rules: reuses wire/ (and core.schema where it checks what servers send); never imports the
-server dispatcher (core.dispatcher, core.methods). The gateway alone builds a Server.
+Rules: imports wire/ and its own modules only (never core/, the server, transports or the
+package root); tests/test_layers.py enforces it. What builds a server from client parts (the
+gateway) and the command-line front doors live above, in mcp_agent_kit.gateway.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ requests carry the `_meta` envelope and modern HTTP headers, legacy ones the pla
 Lists follow `nextCursor`; input_required rounds are answered with the caller's callbacks and
 `requestState` echoed byte-exactly, up to a round limit; task results are polled to the end.
 An expired legacy HTTP session (404) is re-initialized once and the request retried.
-Rules: reuses wire/ and the schema validator only; never imports the server dispatcher.
+Rules: imports wire/ and client/ only (never core/, the server or transports).
 """
 
 from __future__ import annotations
@@ -18,17 +18,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcp_agent_kit import __version__
 from mcp_agent_kit.client.channel import Channel, PeerError, drive
 from mcp_agent_kit.client.headers import header_params
 from mcp_agent_kit.client.inputs import Callback, ClientError, InputAnswerer
 from mcp_agent_kit.client.probe import Era, Failure, Probe, Verdict
 from mcp_agent_kit.client.watch import LIST_CHANGED
-from mcp_agent_kit.wire import mcp
+from mcp_agent_kit.wire import implementation, mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 log = logging.getLogger("mcp_agent_kit.client")
-CLIENT_INFO = {"name": "mcp-agent-kit", "version": __version__}
+CLIENT_INFO = {"name": implementation.NAME, "version": implementation.VERSION}
 Progress = Callable[[float, float | None, str | None], None]
 MAX_PAGES = 1000
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})

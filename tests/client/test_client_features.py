@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.client import Client, ClientError
-from mcp_agent_kit.client.gateway import Gateway, parse_config
+from mcp_agent_kit.gateway import Gateway, parse_config
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 PY = sys.executable

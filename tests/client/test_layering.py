@@ -1,19 +1,22 @@
-"""The client reuses wire/ (and core.schema) but never the server dispatcher (DESIGN.md layers)."""
+"""At run time too, client/ loads wire/ and itself only (DESIGN.md layers; tests/test_layers.py
+checks the import statements): importing every client module leaves no other module of ours in
+sys.modules but the package root, which Python imports first and which loads nothing eagerly."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-FORBIDDEN = ("mcp_agent_kit.core.dispatcher", "mcp_agent_kit.core.methods", "mcp_agent_kit.server")
 
-
-def test_client_modules_do_not_import_the_server_side() -> None:
+def test_client_modules_load_only_wire_and_client() -> None:
     code = (
-        "import sys\n"
-        "import mcp_agent_kit.client, mcp_agent_kit.client.cli, mcp_agent_kit.client.http\n"
-        "import mcp_agent_kit.client.stdio, mcp_agent_kit.client.merge, mcp_agent_kit.client.conformance_client\n"
-        f"print([m for m in {FORBIDDEN!r} if m in sys.modules])\n"
+        "import importlib, pkgutil, sys\n"
+        "import mcp_agent_kit.client as client\n"
+        "for info in pkgutil.walk_packages(client.__path__, 'mcp_agent_kit.client.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "layers = ('mcp_agent_kit.client', 'mcp_agent_kit.wire')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('mcp_agent_kit') and m != 'mcp_agent_kit'\n"
+        "             and not any(m == layer or m.startswith(layer + '.') for layer in layers)))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"

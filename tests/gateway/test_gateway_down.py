@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.client.gateway import Gateway
 from mcp_agent_kit.core.dispatcher import Connection
+from mcp_agent_kit.gateway import Gateway
 from tests.stdio_peer import legacy, modern
 
 DEAD: dict[str, Any] = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)"], "env": {}, "cwd": None,

@@ -11,9 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_agent_kit.client.gateway import ConfigError, Gateway, parse_config
+from mcp_agent_kit.gateway import ConfigError, Gateway, parse_config
 
 PY = sys.executable
+METRICS = Path(__file__).resolve().parents[2] / "examples" / "metrics_server.py"
 
 BACKEND = textwrap.dedent(
     """
@@ -42,14 +43,14 @@ BACKEND = textwrap.dedent(
 
 
 @pytest.fixture
-def config(tmp_path: Path, legacy_python: str, peer_scripts: dict[str, str]) -> Path:
+def config(tmp_path: Path, legacy_python: str) -> Path:
     script = tmp_path / "backend.py"
     script.write_text(BACKEND)
     data = {
         "mcpServers": {
             "alpha": {"command": PY, "args": [str(script), "alpha"]},
             "beta": {"command": legacy_python, "args": [str(script), "beta"]},
-            "metrics": {"command": PY, "args": [peer_scripts["metrics"]]},
+            "metrics": {"command": PY, "args": [str(METRICS)]},
             "dead": {"command": PY, "args": ["-c", "import sys; sys.exit(1)"]},
         }
     }

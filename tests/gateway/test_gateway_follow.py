@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.client.gateway import Gateway, parse_config
+from mcp_agent_kit.gateway import Gateway, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 MODERN_META = {

@@ -1,11 +1,13 @@
-"""cli: `probe` and `gateway` subcommands (called by `mcp-agent-kit`).
+"""gateway.cli: the `probe` and `gateway` subcommands (called by `mcp-agent-kit`).
 
 `probe [--timeout S] [--allow-legacy] -- CMD ARGS...` or `probe URL` prints one JSON object
 with the era, version, capabilities and tool names (or the reason when unavailable) and exits
 0 when the server is reachable, 1 when it is not, 2 on bad usage. `gateway CONFIG.json
 [--stdio | --http HOST:PORT]` serves many servers as one; a missing config file exits 2, a
 malformed one 1, each with one stderr line. Rules: argument parsing and output only; the logic
-lives in client/ and gateway.
+lives in client/ and the gateway package. Both front doors live here, above client/, because
+client/ imports wire/ only (not cli_common); the gateway's modules are imported only when the
+`gateway` command runs, so `probe` never loads the server.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def gateway_parser() -> Parser:
 def main_gateway(argv: list[str]) -> int:
     args = gateway_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
-    from mcp_agent_kit.client.gateway import ConfigError, Gateway, load_config
+    from mcp_agent_kit.gateway.config import ConfigError, load_config
+    from mcp_agent_kit.gateway.merged import Gateway
 
     if not os.path.isfile(args.config):
         return fail(f"no such config file: {args.config}",

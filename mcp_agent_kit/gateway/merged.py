@@ -1,12 +1,11 @@
-"""gateway: serve the merged namespace of many MCP servers as one MCP server.
+"""gateway.merged: serve the merged namespace of many MCP servers as one MCP server.
 
-The config is the `mcpServers` object Claude Desktop and mcp.json use (stdio `command`, `args`,
-`env`, `cwd`; or `url` with optional `headers`; plus our `allowLegacy`). Backends are probed
-concurrently; their tools, prompts and resources are merged (client.merge) and registered on a
-`Server` as proxies with the backend's own schemas; the lists are offered (maybe empty) even
-while every backend is down. A failing backend shows up as an isError
-result naming it, and is reconnected on its next use; one dead backend never takes the others
-down. Rules: the only client module that builds a Server; no protocol logic of its own.
+Backends (gateway.backend) are probed concurrently; their tools, prompts and resources are
+merged (client.merge) and registered on a `Server` as proxies with the backend's own schemas; the
+lists are offered (maybe empty) even while every backend is down, and follow the backends' list
+changes. A failing backend shows up as an isError result naming it, and is reconnected on its
+next use; one dead backend never takes the others down. Rules: builds a Server from client
+parts; no protocol logic of its own.
 """
 
 from __future__ import annotations
@@ -20,13 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.client.channel import PeerError
-from mcp_agent_kit.client.client import Client
-from mcp_agent_kit.client.inputs import ClientError, InputAnswerer
 from mcp_agent_kit.client.merge import merge_names, merge_uris
-from mcp_agent_kit.client.watch import ListWatcher
-from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
-from mcp_agent_kit.core.context import Context, InputRequired
+from mcp_agent_kit.core.context import Context
+from mcp_agent_kit.gateway.backend import FAILURES, Backend
+from mcp_agent_kit.gateway.relay import Relay
 from mcp_agent_kit.server import Server
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -35,181 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_agent_kit.gateway")
 _VARIABLE = re.compile(r"\{([^}]+)\}")
-_FAILURES = (PeerError, RpcError, ClientError, ValueError)
-
-
-class ConfigError(ValueError):
-    """The gateway config file is missing or malformed."""
-
-
-def _strings(value: Any, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{what} must be a list of strings")
-    return list(value)
-
-
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ConfigError(f"{what} must be an object of strings")
-    return dict(value)
-
-
-def parse_config(data: Any) -> dict[str, dict[str, Any]]:
-    """{alias: normalised server spec} from a parsed mcpServers document."""
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict) or not servers:
-        raise ConfigError('the config needs a non-empty "mcpServers" object')
-    out: dict[str, dict[str, Any]] = {}
-    for alias, spec in servers.items():
-        if not isinstance(spec, dict):
-            raise ConfigError(f"server {alias!r}: expected an object")
-        entry: dict[str, Any] = {"allowLegacy": bool(spec.get("allowLegacy", False))}
-        if isinstance(spec.get("url"), str):
-            entry["url"] = spec["url"]
-            entry["headers"] = _string_map(spec.get("headers", {}), f"server {alias!r} headers")
-        elif isinstance(spec.get("command"), str):
-            entry["command"] = spec["command"]
-            entry["args"] = _strings(spec.get("args", []), f"server {alias!r} args")
-            entry["env"] = _string_map(spec.get("env", {}), f"server {alias!r} env")
-            if spec.get("cwd") is not None and not isinstance(spec.get("cwd"), str):
-                raise ConfigError(f"server {alias!r}: cwd must be a string")
-            entry["cwd"] = spec.get("cwd")
-        else:
-            raise ConfigError(f'server {alias!r}: needs "command" (stdio) or "url" (HTTP)')
-        out[str(alias)] = entry
-    return out
-
-
-def load_config(path: str) -> dict[str, dict[str, Any]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{path} is not JSON: {exc}") from exc
-    return parse_config(data)
-
-
-class _Relay:
-    """Answers a backend's questions during one proxied call by asking our own caller.
-
-    A modern backend asks inside its result, on the proxy's own thread: the caller's answer or
-    its InputRequired (modern caller, first round) flows through as is. A handshake-era backend
-    asks with a request of its own, answered on a channel thread while the proxy waits; a
-    legacy caller is asked right away (Context.forward blocks for its answer), but a modern
-    caller answers only in a later round. Then the backend's question is declined (elicitation:
-    "cancel"; others: an error), its call is abandoned when it ends, and the proxy raises the
-    InputRequired after all; on the retry the same question finds its answer in the round's
-    replay, exactly as a tool of our own is re-run under MRTR.
-    """
-
-    def __init__(self, context: Context) -> None:
-        self.context = context
-        self.thread = threading.current_thread()
-        self.pending: InputRequired | None = None
-        declared = context.client_capabilities or {}
-        asker = {kind: self._asker(method) if kind in declared else None for method, kind in _RELAYED.items()}
-        self.answerer = InputAnswerer(asker["elicitation"], asker["sampling"], asker["roots"])
-
-    def _asker(self, method: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        def ask(params: dict[str, Any]) -> dict[str, Any]:
-            try:
-                return self.context.forward(method, params)
-            except InputRequired as need:  # the caller answers in its next round
-                if threading.current_thread() is self.thread:
-                    raise  # a modern backend's question: the proxy unwinds with it
-                self.pending = self.pending or need
-                if method == "elicitation/create":
-                    return {"action": "cancel"}
-                raise ClientError("the question was passed on to the gateway's caller; ask again") from None
-
-        return ask
-
-    def raise_pending(self) -> None:
-        if self.pending is not None:
-            raise self.pending
-
-
-_RELAYED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
-_Add = Callable[["Backend", dict[str, Any], str], None]
-
-
-def _no_caller(params: dict[str, Any]) -> dict[str, Any]:
-    raise ClientError("the gateway asks its caller only while one of its tool calls runs")
-
-
-class Backend:
-    """One configured server: its client and what it offers."""
-
-    def __init__(self, alias: str, spec: dict[str, Any], timeout: float) -> None:
-        self.alias = alias
-        # Declared so that a handshake-era backend may ask during a call (its capabilities are fixed
-        # at initialize); a question outside any call is refused.
-        options: dict[str, Any] = {
-            "timeout": timeout, "allow_legacy": spec["allowLegacy"], "elicitation": _no_caller, "sampling": _no_caller,
-        }
-        if "url" in spec:
-            self.client = Client.http(spec["url"], spec["headers"], **options)
-        else:
-            self.client = Client.stdio(spec["command"], spec["args"], env=spec["env"], cwd=spec["cwd"], **options)
-        self.error: str | None = None
-        self.broken = False
-        self.tools: list[dict[str, Any]] = []
-        self.prompts: list[dict[str, Any]] = []
-        self.resources: list[dict[str, Any]] = []
-        self.templates: list[dict[str, Any]] = []
-        self.watcher: ListWatcher | None = None
-        self.on_reconnect: Callable[[Backend], None] | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        try:
-            self.client.connect()
-            for kind in ("tools", "prompts", "resources"):
-                self.refresh(kind)
-        except _FAILURES as exc:
-            self.error = str(exc)
-            self.broken = True
-            log.warning("backend %r is unavailable: %s", self.alias, exc)
-
-    def refresh(self, kind: str) -> None:
-        """List one kind again (raises the client's errors)."""
-        caps = self.client.verdict.capabilities if self.client.verdict else {}
-        if kind == "tools":
-            self.tools = self.client.list_tools() if "tools" in caps else []
-        elif kind == "prompts":
-            self.prompts = self.client.list_prompts() if "prompts" in caps else []
-        elif "resources" in caps:
-            self.resources = self.client.list_resources()
-            self.templates = self.client.list_resource_templates()
-
-    def watch(self, changed: Callable[[Backend, str], None]) -> None:
-        """Report this backend's list changes (again after a reconnect)."""
-        if self.broken:
-            return
-        self.watcher = ListWatcher(self.client, lambda kind: changed(self, kind))
-        try:
-            self.watcher.start()
-        except _FAILURES as exc:
-            log.info("cannot follow %r's list changes: %s", self.alias, exc)
-
-    def use(self) -> Client:
-        """The client, reconnected first if the last use found the backend dead."""
-        with self._lock:
-            if self.broken:
-                self.client.channel.restart()
-                self.client.verdict = None
-                self.client.connect()
-                self.broken = False
-                if self.on_reconnect is not None:
-                    self.on_reconnect(self)
-            return self.client
-
-    def failed(self, exc: Exception) -> ToolResult:
-        if isinstance(exc, PeerError):
-            self.broken = True
-        return ToolResult([content.text(f"backend {self.alias!r} failed: {exc}")], is_error=True)
+_Add = Callable[[Backend, dict[str, Any], str], None]
 
 
 class GatewayServer(Server):
@@ -291,7 +114,7 @@ class Gateway:
             for alias, kind in sorted(dirty):
                 try:
                     self.backends[alias].refresh(kind)
-                except _FAILURES as exc:
+                except FAILURES as exc:
                     log.warning("could not list %s of backend %r again: %s", kind, alias, exc)
             for kind in sorted({kind for _, kind in dirty}):
                 self._sync(kind)
@@ -332,10 +155,10 @@ class Gateway:
             def forward(progress: float, total: float | None, message: str | None) -> None:
                 _gateway_context.progress(progress, total, message)
 
-            relay = _Relay(_gateway_context)
+            relay = Relay(_gateway_context)
             try:
                 result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay.answerer)
-            except _FAILURES as exc:
+            except FAILURES as exc:
                 relay.raise_pending()
                 return backend.failed(exc)
             relay.raise_pending()

@@ -1,0 +1,42 @@
+"""gateway: many MCP servers served as one, built from client/ parts on a Server.
+
+The layer above client/ and the server (DESIGN.md): it may import client/, server, core/, wire/
+and the transports it serves on; nothing below imports it. Modules: config (the mcpServers
+file), backend (one server behind us), relay (a backend's questions to our caller), merged (the
+merged namespace as a Server), cli (the `probe` and `gateway` commands). The names below load
+lazily, so `mcp-agent-kit probe` (which lives in gateway.cli) never imports the server.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Backend": "mcp_agent_kit.gateway.backend",
+    "ConfigError": "mcp_agent_kit.gateway.config",
+    "load_config": "mcp_agent_kit.gateway.config",
+    "parse_config": "mcp_agent_kit.gateway.config",
+    "Gateway": "mcp_agent_kit.gateway.merged",
+    "GatewayServer": "mcp_agent_kit.gateway.merged",
+}
+
+__all__ = ["Backend", "ConfigError", "Gateway", "GatewayServer", "load_config", "parse_config"]
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.gateway.backend import Backend
+    from mcp_agent_kit.gateway.config import ConfigError, load_config, parse_config
+    from mcp_agent_kit.gateway.merged import Gateway, GatewayServer
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'mcp_agent_kit.gateway' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,65 @@
+"""gateway.config: read the `mcpServers` file Claude Desktop and mcp.json use into backend specs.
+
+Each entry is a stdio server (`command`, `args`, `env`, `cwd`) or a Streamable HTTP one (`url`,
+optional `headers`), plus our `allowLegacy`; the result is {alias: normalised spec}. Rules: plain
+data in, plain data out; a malformed file is one ConfigError naming the entry; no I/O beyond
+reading the file, no clients, no server.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """The gateway config file is missing or malformed."""
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{what} must be an object of strings")
+    return dict(value)
+
+
+def parse_config(data: Any) -> dict[str, dict[str, Any]]:
+    """{alias: normalised server spec} from a parsed mcpServers document."""
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise ConfigError('the config needs a non-empty "mcpServers" object')
+    out: dict[str, dict[str, Any]] = {}
+    for alias, spec in servers.items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"server {alias!r}: expected an object")
+        entry: dict[str, Any] = {"allowLegacy": bool(spec.get("allowLegacy", False))}
+        if isinstance(spec.get("url"), str):
+            entry["url"] = spec["url"]
+            entry["headers"] = _string_map(spec.get("headers", {}), f"server {alias!r} headers")
+        elif isinstance(spec.get("command"), str):
+            entry["command"] = spec["command"]
+            entry["args"] = _strings(spec.get("args", []), f"server {alias!r} args")
+            entry["env"] = _string_map(spec.get("env", {}), f"server {alias!r} env")
+            if spec.get("cwd") is not None and not isinstance(spec.get("cwd"), str):
+                raise ConfigError(f"server {alias!r}: cwd must be a string")
+            entry["cwd"] = spec.get("cwd")
+        else:
+            raise ConfigError(f'server {alias!r}: needs "command" (stdio) or "url" (HTTP)')
+        out[str(alias)] = entry
+    return out
+
+
+def load_config(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not JSON: {exc}") from exc
+    return parse_config(data)
