@@ -4,7 +4,9 @@ This facade sits above the core and the transports: `Server` registers tools, re
 prompts (core.registry) and serves them with `run()` on stdio or Streamable HTTP. Its lifespan
 (a context manager function taking the server) is entered once before serving starts and left
 when serving stops; what it yields is `server.lifespan_value` (`ctx.lifespan` in handlers).
-Rules: no protocol logic here; transports are imported only when a server is run.
+A Server composes its extensions (default_extensions) into its dispatcher when it is built, so
+`handle()`, stdio and HTTP serve the same protocol. Rules: no protocol logic here; transports are
+imported only when a server is run.
 """
 
 from __future__ import annotations
@@ -15,12 +17,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
+from mcp_agent_kit.core.extension import Extension
+from mcp_agent_kit.core.legacy_tasks import LegacyTasksExtension
+from mcp_agent_kit.core.listen import ListenExtension
 from mcp_agent_kit.core.registry import Registry
+from mcp_agent_kit.core.tasks import TasksExtension
 
 if TYPE_CHECKING:
     from mcp_agent_kit.testing import TestClient
 
 Lifespan = Callable[[Any], Any]
+
+
+def default_extensions() -> list[Extension]:
+    """The extensions every Server offers, in every transport and in-process: subscriptions/listen,
+    the 2026-07-28 tasks extension (which pushes task changes to listen streams) and 2025-11-25's tasks."""
+    listen = ListenExtension()
+    return [listen, TasksExtension(listen), LegacyTasksExtension()]
 
 
 def _open(fn: Lifespan, server: Server) -> tuple[Any, Callable[..., Any]]:
@@ -83,8 +96,6 @@ class Running:
 class Server(Registry):
     """An MCP server: register with `@server.tool`, `@server.resource`, `@server.prompt`, then `run()`."""
 
-    _dispatcher: Dispatcher | None = None
-
     def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None, **options: Any) -> None:
         super().__init__(name, version, **options)
         self._lifespan_fn = lifespan
@@ -92,12 +103,7 @@ class Server(Registry):
         self._life_exit: Callable[..., Any] | None = None
         self._life_lock = threading.Lock()
         self._depth = 0
-
-    @property
-    def dispatcher(self) -> Dispatcher:
-        if self._dispatcher is None:
-            self._dispatcher = Dispatcher(self)
-        return self._dispatcher
+        self.dispatcher = Dispatcher(self, default_extensions())
 
     # ---- lifespan ---------------------------------------------------------------------------
     def lifespan(self, fn: Lifespan) -> Lifespan:

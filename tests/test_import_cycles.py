@@ -16,14 +16,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_agent_kit"
-
-# The one cycle known today (lazy graph only): core/tasks.py imports core/legacy_tasks.py inside
-# functions, which imports core/tasks.py at module level. The core-ext branch (issue 13, build
-# point 2) removes it; once it has, delete this constant and the xfail below.
-KNOWN_CYCLE = frozenset({"mcp_agent_kit.core.tasks", "mcp_agent_kit.core.legacy_tasks"})
 
 
 def module_name(path: Path) -> str:
@@ -159,7 +152,4 @@ def test_no_import_cycles_at_import_time() -> None:
 def test_no_import_cycles_through_lazy_imports_either() -> None:
     """A cycle broken only by moving an import into a function is still a cycle of dependencies."""
     found = cycles(graph(lazy=True))
-    unexpected = [cycle for cycle in found if frozenset(cycle) != KNOWN_CYCLE]
-    assert not unexpected, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in unexpected)
-    if found:  # exactly the known cycle, and nothing else
-        pytest.xfail("known cycle " + " -> ".join(found[0]) + " (removed on the core-ext branch)")
+    assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)

@@ -6,33 +6,27 @@ carries an older kit's bare `_meta` keys (`protocolVersion`, ...) names the MCP 
 those keys are read only on the way to an error. Rules: it knows no sockets, threads
 or encodings; transports give it a Connection (per stdio stream or HTTP session), an Outbox
 (notifications and legacy server→client requests) and a cancel flag, and optional header
-checks (HTTP) at the two ladder steps that need them.
+checks (HTTP) at the two ladder steps that need them. Each dispatcher owns its method table,
+keyed by (method, era): the core rows of core.methods plus what its extensions contributed
+when it was built (core.extension); nothing is added to it later.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any, Final, NoReturn, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Final, NoReturn
 
 from mcp_agent_kit.core import methods
+from mcp_agent_kit.core.call import Call, MethodTable, Outbox
+from mcp_agent_kit.core.extension import CapabilityHook, Extension, ToolAnnotator, ToolInterceptor
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.mcp import LEGACY, MODERN
 
-MODERN = "modern"
-LEGACY = "legacy"
-
-
-class Outbox(Protocol):
-    """What a transport offers a running request."""
-
-    def notify(self, message: dict[str, Any]) -> None: ...
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send a server→client request (legacy era only) and wait for its result."""
-        ...
+__all__ = ["Connection", "Dispatcher", "NullOutbox", "Outbox"]
 
 
 class NullOutbox:
@@ -59,7 +53,6 @@ class Connection:
         self.initialized = False
         self.subscriptions: set[str] = set()
         self.inflight: dict[Any, threading.Event] = {}
-        self.legacy_tasks: Any = None  # core.legacy_tasks, for a 2025-11-25 connection that made tasks
 
     def cancel(self, request_id: Any) -> None:
         event = self.inflight.get(request_id)
@@ -135,15 +128,43 @@ def mcp_unsupported(requested: Any) -> RpcError:
 
 
 class Dispatcher:
-    """One per server: serves every connection and transport."""
+    """One per server: serves every connection and transport, with its own method table."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, extensions: Iterable[Extension] = ()) -> None:
         self.registry = registry
-        self.features: set[str] = set()  # optional abilities a transport adds, e.g. "listen"
         self._offered: frozenset[str] | None = None
-        self._offered_features = 0
         self._server_info: dict[str, Any] | None = None
+        self.methods: MethodTable = dict(methods.METHODS)
+        self.interceptors: dict[str, tuple[ToolInterceptor, ...]] = {era: () for era in mcp.ERAS}
+        self.annotators: dict[str, tuple[ToolAnnotator, ...]] = {era: () for era in mcp.ERAS}
+        self._capability_hooks: dict[str, tuple[CapabilityHook, ...]] = {era: () for era in mcp.ERAS}
+        self.extensions: tuple[Extension, ...] = tuple(extensions)
+        for extension in self.extensions:
+            self._compose(extension)
         registry.on_change(self._registry_changed)
+
+    def _compose(self, extension: Extension) -> None:
+        """Merge one extension's contributions into this dispatcher's tables (construction only)."""
+        given = extension.bind(self)
+        taken = given.methods.keys() & self.methods.keys()
+        if taken:
+            raise ValueError(f"extension {extension.name!r} redefines {sorted(taken)}")
+        self.methods.update(given.methods)
+        for era, intercept in given.interceptors.items():
+            self.interceptors[era] = (*self.interceptors[era], intercept)
+        for era, annotate in given.annotators.items():
+            self.annotators[era] = (*self.annotators[era], annotate)
+        for era, extend in given.capabilities.items():
+            self._capability_hooks[era] = (*self._capability_hooks[era], extend)
+
+    def extension(self, name: str) -> Extension | None:
+        """The composed extension called `name`, if any."""
+        return next((ext for ext in self.extensions if ext.name == name), None)
+
+    def close(self) -> None:
+        """Server shutdown: every extension ends what it has open (e.g. subscriptions/listen)."""
+        for extension in self.extensions:
+            extension.close()
 
     # ---- entry points -------------------------------------------------------------------------
     def handle(
@@ -210,8 +231,8 @@ class Dispatcher:
             check("envelope", message)
         if version not in mcp.MODERN_VERSIONS:
             raise mcp_unsupported(version)
-        entry = methods.METHODS.get(method)
-        if entry is None or MODERN not in entry.eras or not (entry.needs is None or self._offers(entry.needs)):
+        entry = self.methods.get((method, MODERN))
+        if entry is None or not (entry.needs is None or self._offers(entry.needs)):
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         if entry.client_needs is not None:
             from mcp_agent_kit.core.context import capability_declared, missing_capability
@@ -224,7 +245,7 @@ class Dispatcher:
         if level is not None and level not in mcp.LOG_LEVEL_RANK:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         client_info = meta.get(mcp.META_CLIENT_INFO)
-        call = methods.Call(
+        call = Call(
             self, conn, method, message["id"], params, MODERN, version, declared,
             client_info if isinstance(client_info, dict) else None, out, cancel, level, meta.get("progressToken"),
         )
@@ -236,14 +257,14 @@ class Dispatcher:
         method = message["method"]
         if is_enveloped(message):
             raise RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: this connection uses the initialize handshake")
-        entry = methods.METHODS.get(method)
-        if entry is None or LEGACY not in entry.eras or not self._offers(entry.needs):
-            if entry is not None and MODERN in entry.eras and LEGACY not in entry.eras:
+        entry = self.methods.get((method, LEGACY))
+        if entry is None or not self._offers(entry.needs):
+            if entry is None and (method, MODERN) in self.methods:
                 raise RpcError(jsonrpc.METHOD_NOT_FOUND, modern_only_message(method, message))
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, _with_hint(f"Method not found: {method}", message))
         params = message.get("params") or {}
         meta = _meta_of(params) or {}
-        call = methods.Call(
+        call = Call(
             self, conn, method, message["id"], params, LEGACY, conn.version,
             conn.client_capabilities, conn.client_info, out if conn.can_request else None,
             cancel, conn.log_level or "debug", meta.get("progressToken"),
@@ -275,27 +296,28 @@ class Dispatcher:
         if need is None:
             return True
         offered = self._offered
-        if offered is None or self._offered_features != len(self.features):
-            self._offered_features = len(self.features)
+        if offered is None:
             offered = self._offered = frozenset(self.capabilities(MODERN))
         return need in offered
 
     def _registry_changed(self, kind: str, uri: str | None) -> None:
         self._offered = None
 
-    def capabilities(self, era: str) -> dict[str, Any]:
-        """ServerCapabilities, derived from what is registered right now."""
+    def capabilities(self, era: str, version: str | None = None) -> dict[str, Any]:
+        """ServerCapabilities at `era` (and, for the handshake, the negotiated `version`), derived
+        from what is registered right now and what the extensions add."""
         registry = self.registry
-        listen = "listen" in self.features
+        legacy = era == LEGACY
         caps: dict[str, Any] = {"logging": {}}
         if registry.has("tools"):
-            caps["tools"] = {"listChanged": listen or era == LEGACY}
+            caps["tools"] = {"listChanged": legacy}
         if registry.has("resources") or registry.has("resourceTemplates"):
-            caps["resources"] = {"subscribe": listen or era == LEGACY, "listChanged": listen or era == LEGACY}
+            caps["resources"] = {"subscribe": legacy, "listChanged": legacy}
         if registry.has("prompts"):
-            caps["prompts"] = {"listChanged": listen or era == LEGACY}
+            caps["prompts"] = {"listChanged": legacy}
         if registry.has_completions or registry.has("prompts") or registry.has("resourceTemplates"):
             caps["completions"] = {}
-        if "tasks" in self.features and era == MODERN:
-            caps["extensions"] = {mcp.TASKS_EXTENSION: {}}
+        at = version or (mcp.MODERN_VERSIONS[0] if not legacy else mcp.LATEST_LEGACY)
+        for extend in self._capability_hooks[era]:
+            extend(at, caps)
         return caps

@@ -4,23 +4,25 @@ resource-updated notifications to one subscriber (digest §4.4).
 The handler acknowledges the subset of notifications it honours, then forwards registry
 changes (and task status pushes from core.tasks) tagged with the subscription id until the
 client goes away (HTTP: stream closed; stdio: notifications/cancelled) or the server closes.
-Rules: sans-IO — it talks only to the request's Outbox and cancel flag; a transport calls
-`install(dispatcher)` to offer it and `close(dispatcher)` on shutdown.
+Rules: sans-IO — it talks only to the request's Outbox and cancel flag; its state (open
+subscriptions, the shutdown flag) lives on the ListenExtension its dispatcher was built with.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_agent_kit.core import methods
-from mcp_agent_kit.core.dispatcher import MODERN, Dispatcher
-from mcp_agent_kit.core.methods import Call
+from mcp_agent_kit.core.call import Call, Method
+from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from mcp_agent_kit.wire.mcp import MODERN
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.dispatcher import Dispatcher
 
 HEARTBEAT_S = 15.0
 POLL_S = 0.25
@@ -51,16 +53,30 @@ class Subscription:
         self.queue.put(jsonrpc.notification(method, body))
 
 
-class Hub:
-    """The open subscriptions of one dispatcher."""
+class ListenExtension:
+    """subscriptions/listen on one dispatcher: the open subscriptions and registry change fan-out."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.closing = threading.Event()
+    name = "listen"
+
+    def __init__(self) -> None:
+        self.closing = threading.Event()  # replaced by a fresh one when close() ends the open listens
         self._subs: list[Subscription] = []
         self._lock = threading.Lock()
-        self._unsubscribe = dispatcher.registry.on_change(self._changed)
-        # Extra acknowledgement fields contributed by other modules (e.g. tasks: taskIds).
+        # Extra acknowledgement fields contributed by other extensions (e.g. tasks: taskIds).
         self.extras: dict[str, Callable[[Call, Subscription, Any], Any]] = {}
+
+    def bind(self, dispatcher: Dispatcher) -> Contributions:
+        dispatcher.registry.on_change(self._changed)
+        return Contributions(
+            methods={("subscriptions/listen", MODERN): Method(self.subscriptions_listen)},
+            capabilities={MODERN: _lists_change},
+        )
+
+    def close(self) -> None:
+        """End every open listen with its final result (server shutdown); later listens work again."""
+        with self._lock:
+            closing, self.closing = self.closing, threading.Event()
+        closing.set()
 
     def add(self, sub: Subscription) -> None:
         with self._lock:
@@ -75,10 +91,6 @@ class Hub:
         with self._lock:
             return list(self._subs)
 
-    def close(self) -> None:
-        self.closing.set()
-        self._unsubscribe()
-
     def _changed(self, kind: str, uri: str | None) -> None:
         for sub in self.subscribers():
             if uri is None and kind in sub.kinds:
@@ -87,36 +99,50 @@ class Hub:
             elif uri is not None and uri in sub.uris:
                 sub.send("notifications/resources/updated", {"uri": uri})
 
+    def subscriptions_listen(self, call: Call) -> dict[str, Any]:
+        if call.out is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen")
+        wanted = call.params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise RpcError(INVALID_PARAMS, 'Invalid params: subscriptions/listen needs a "notifications" object')
+        sub = Subscription(call.id, call.conn.principal)
+        ack = _honoured(call, wanted, sub, self.extras)
+        closing = self.closing
+        self.add(sub)
+        out = call.out
+        heartbeat = getattr(out, "heartbeat", None)
+        cancel = call.cancel or threading.Event()
+        try:
+            sub.send("notifications/subscriptions/acknowledged", {"notifications": ack})
+            idle = 0.0
+            while not (cancel.is_set() or closing.is_set()):
+                try:
+                    message = sub.queue.get(timeout=POLL_S)
+                except queue.Empty:
+                    idle += POLL_S
+                    if idle >= HEARTBEAT_S and callable(heartbeat):
+                        idle = 0.0
+                        heartbeat()
+                    continue
+                idle = 0.0
+                out.notify(message)
+        finally:
+            self.remove(sub)
+        return {"_meta": {mcp.META_SUBSCRIPTION_ID: call.id}}
 
-_hubs: weakref.WeakKeyDictionary[Dispatcher, Hub] = weakref.WeakKeyDictionary()
-_hubs_lock = threading.Lock()
+
+def _lists_change(version: str, caps: dict[str, Any]) -> None:
+    """With listen offered, 2026-07-28 clients can follow list changes and resource updates."""
+    for kind in ("tools", "resources", "prompts"):
+        if kind in caps:
+            caps[kind]["listChanged"] = True
+    if "resources" in caps:
+        caps["resources"]["subscribe"] = True
 
 
-def hub(dispatcher: Dispatcher) -> Hub | None:
-    return _hubs.get(dispatcher)
-
-
-def install(dispatcher: Dispatcher) -> Hub:
-    """Offer subscriptions/listen on this dispatcher (idempotent)."""
-    with _hubs_lock:
-        found = _hubs.get(dispatcher)
-        if found is None or found.closing.is_set():
-            found = Hub(dispatcher)
-            _hubs[dispatcher] = found
-        dispatcher.features.add("listen")
-    methods.METHODS.setdefault("subscriptions/listen", methods.Method(subscriptions_listen, frozenset({MODERN})))
-    return found
-
-
-def close(dispatcher: Dispatcher) -> None:
-    """End every open listen with its final result (server shutdown)."""
-    with _hubs_lock:
-        found = _hubs.pop(dispatcher, None)
-    if found is not None:
-        found.close()
-
-
-def _honoured(call: Call, wanted: dict[str, Any], sub: Subscription, extras: Hub) -> dict[str, Any]:
+def _honoured(
+    call: Call, wanted: dict[str, Any], sub: Subscription, extras: dict[str, Callable[[Call, Subscription, Any], Any]]
+) -> dict[str, Any]:
     offered = call.dispatcher.capabilities(MODERN)
     ack: dict[str, Any] = {}
     for flag, (kinds, capability, _) in LIST_FLAGS.items():
@@ -130,41 +156,9 @@ def _honoured(call: Call, wanted: dict[str, Any], sub: Subscription, extras: Hub
         if offered.get("resources", {}).get("subscribe"):
             sub.uris.update(uris)
             ack["resourceSubscriptions"] = list(uris)
-    for key, contribute in extras.extras.items():
+    for key, contribute in extras.items():
         if key in wanted:
             value = contribute(call, sub, wanted[key])
             if value is not None:
                 ack[key] = value
     return ack
-
-
-def subscriptions_listen(call: Call) -> dict[str, Any]:
-    found = hub(call.dispatcher)
-    if found is None or "listen" not in call.dispatcher.features or call.out is None:
-        raise RpcError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen")
-    wanted = call.params.get("notifications")
-    if not isinstance(wanted, dict):
-        raise RpcError(INVALID_PARAMS, 'Invalid params: subscriptions/listen needs a "notifications" object')
-    sub = Subscription(call.id, call.conn.principal)
-    ack = _honoured(call, wanted, sub, found)
-    found.add(sub)
-    out = call.out
-    heartbeat = getattr(out, "heartbeat", None)
-    cancel = call.cancel or threading.Event()
-    try:
-        sub.send("notifications/subscriptions/acknowledged", {"notifications": ack})
-        idle = 0.0
-        while not (cancel.is_set() or found.closing.is_set()):
-            try:
-                message = sub.queue.get(timeout=POLL_S)
-            except queue.Empty:
-                idle += POLL_S
-                if idle >= HEARTBEAT_S and callable(heartbeat):
-                    idle = 0.0
-                    heartbeat()
-                continue
-            idle = 0.0
-            out.notify(message)
-    finally:
-        found.remove(sub)
-    return {"_meta": {mcp.META_SUBSCRIPTION_ID: call.id}}

@@ -1,4 +1,4 @@
-"""methods: one function per MCP method, and the method table the dispatcher reads.
+"""methods: one function per MCP method, and the core method table every dispatcher starts from.
 
 Each handler takes a Call (the request plus its era and connection) and returns a plain
 result dict; the dispatcher adds the era's envelope. Rules: no transport, no encoding; a
@@ -8,89 +8,20 @@ protocol error is an RpcError, a tool failure is an `isError` result.
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core import content, invoke, mrtr
-from mcp_agent_kit.core.context import Context, InputBroker, InputRequired
+from mcp_agent_kit.core.call import Call, Method, MethodTable
+from mcp_agent_kit.core.context import Context, InputRequired
 from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.mcp import LEGACY, MODERN
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
-
-MODERN, LEGACY = "modern", "legacy"
-BOTH = frozenset({MODERN, LEGACY})
-
-
-class Call:
-    """One request as a handler sees it."""
-
-    __slots__ = (
-        "cancel", "capabilities", "client_info", "conn", "dispatcher", "era", "id",
-        "log_level", "method", "out", "params", "progress_token", "version",
-    )
-
-    def __init__(
-        self,
-        dispatcher: Dispatcher,
-        conn: Connection,
-        method: str,
-        id_: Any,
-        params: dict[str, Any],
-        era: str,
-        version: str,
-        capabilities: dict[str, Any],
-        client_info: dict[str, Any] | None,
-        out: Outbox | None,
-        cancel: threading.Event | None,
-        log_level: str | None,
-        progress_token: Any,
-    ) -> None:
-        self.dispatcher = dispatcher
-        self.conn = conn
-        self.method = method
-        self.id = id_
-        self.params = params
-        self.era = era
-        self.version = version
-        self.capabilities = capabilities
-        self.client_info = client_info
-        self.out = out
-        self.cancel = cancel
-        self.log_level = log_level
-        self.progress_token = progress_token
-
-    @property
-    def registry(self) -> Any:
-        return self.dispatcher.registry
-
-    def context(self, broker: InputBroker, state: dict[str, Any] | None = None) -> Context:
-        out = self.out
-        return Context(
-            method=self.method,
-            request_id=self.id,
-            era=self.era,
-            version=self.version,
-            client_capabilities=self.capabilities,
-            client_info=self.client_info,
-            notify=out.notify if out is not None else _drop,
-            broker=broker,
-            progress_token=self.progress_token,
-            log_level=self.log_level,
-            principal=self.conn.principal,
-            cancel_event=self.cancel,
-            state=state,
-            interrupt=getattr(out, "interrupt", None),
-            server=self.dispatcher.registry,
-        )
-
-
-def _drop(message: dict[str, Any]) -> None:
-    return None
+    from mcp_agent_kit.core.dispatcher import Connection
 
 
 def _param(call: Call, name: str, kind: type, required: bool = True) -> Any:
@@ -135,14 +66,9 @@ def _page(call: Call, kind: str) -> dict[str, Any]:
     return result
 
 
-# Extensions may annotate the listed tools: annotate(call, tools) returns the list to send
-# (new dicts for changed tools: the listed ones are the registry's own).
-TOOL_ANNOTATORS: list[Callable[[Call, list[dict[str, Any]]], list[dict[str, Any]]]] = []
-
-
 def tools_list(call: Call) -> dict[str, Any]:
     result = _page(call, "tools")
-    for annotate in TOOL_ANNOTATORS:
+    for annotate in call.dispatcher.annotators[call.era]:  # extensions' tools/list hooks (core.extension)
         result["tools"] = annotate(call, result["tools"])
     return result
 
@@ -189,17 +115,14 @@ def tools_call(call: Call) -> dict[str, Any]:
     return execute_tool(call, tool, arguments if tool.as_is else tool.handler.convert(arguments))
 
 
-# Extensions (core.tasks) may take over a validated tools/call: runner(call, tool, arguments)
-# returns the result to send, or None to let the call run here.
-TOOL_RUNNERS: list[Callable[[Call, Any, dict[str, Any]], dict[str, Any] | None]] = []
-
-
 def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run a validated tool call to its CallToolResult (or an InputRequiredResult)."""
-    for runner in TOOL_RUNNERS:
-        taken = runner(call, tool, arguments)
-        if taken is not None:
-            return taken
+    """Run a validated tool call to its CallToolResult (or an InputRequiredResult); an extension's
+    interceptor (core.tasks: run it as a task) may answer instead."""
+    if call.task is None:  # a task's own worker runs the tool itself
+        for intercept in call.dispatcher.interceptors[call.era]:
+            taken: dict[str, Any] | None = intercept(call, tool, arguments)
+            if taken is not None:
+                return taken
 
     handler = tool.handler
 
@@ -377,10 +300,6 @@ def server_discover(call: Call) -> dict[str, Any]:
     return result
 
 
-# Extensions may add to the capabilities `initialize` declares: extend(call, capabilities).
-LEGACY_CAPABILITIES: list[Callable[[Call, dict[str, Any]], None]] = []
-
-
 def initialize(call: Call) -> dict[str, Any]:
     conn = call.conn
     conn.version = mcp.negotiate_legacy(call.params.get("protocolVersion"))
@@ -389,9 +308,7 @@ def initialize(call: Call) -> dict[str, Any]:
     info = call.params.get("clientInfo")
     conn.client_info = info if isinstance(info, dict) else None
     registry = call.registry
-    capabilities_offered = call.dispatcher.capabilities(LEGACY)
-    for extend in LEGACY_CAPABILITIES:
-        extend(call, capabilities_offered)
+    capabilities_offered = call.dispatcher.capabilities(LEGACY, conn.version)
     result: dict[str, Any] = {
         "protocolVersion": conn.version,
         "capabilities": capabilities_offered,
@@ -414,39 +331,26 @@ def set_level(call: Call) -> dict[str, Any]:
     return {}
 
 
-class Method:
-    """A method table row: handler, eras, and the capabilities it depends on."""
-
-    __slots__ = ("client_needs", "eras", "fn", "needs")
-
-    def __init__(
-        self,
-        fn: Callable[[Call], dict[str, Any]],
-        eras: frozenset[str],
-        needs: str | None = None,
-        client_needs: dict[str, Any] | None = None,
-    ) -> None:
-        self.fn = fn
-        self.eras = eras
-        self.needs = needs  # server capability that must be offered
-        self.client_needs = client_needs  # client capability that must be declared
-
-
-METHODS: dict[str, Method] = {
-    "server/discover": Method(server_discover, frozenset({MODERN})),
-    "initialize": Method(initialize, frozenset({LEGACY})),
-    "ping": Method(ping, frozenset({LEGACY})),
-    "logging/setLevel": Method(set_level, frozenset({LEGACY}), "logging"),
-    "resources/subscribe": Method(resources_subscribe, frozenset({LEGACY}), "resources"),
-    "resources/unsubscribe": Method(resources_unsubscribe, frozenset({LEGACY}), "resources"),
-    "tools/list": Method(tools_list, BOTH, "tools"),
-    "tools/call": Method(tools_call, BOTH, "tools"),
-    "resources/list": Method(resources_list, BOTH, "resources"),
-    "resources/templates/list": Method(templates_list, BOTH, "resources"),
-    "resources/read": Method(resources_read, BOTH, "resources"),
-    "prompts/list": Method(prompts_list, BOTH, "prompts"),
-    "prompts/get": Method(prompts_get, BOTH, "prompts"),
-    "completion/complete": Method(completion_complete, BOTH, "completions"),
+_CORE_ROWS: tuple[tuple[str, Callable[[Call], dict[str, Any]], tuple[str, ...], str | None], ...] = (
+    ("server/discover", server_discover, (MODERN,), None),
+    ("initialize", initialize, (LEGACY,), None),
+    ("ping", ping, (LEGACY,), None),
+    ("logging/setLevel", set_level, (LEGACY,), "logging"),
+    ("resources/subscribe", resources_subscribe, (LEGACY,), "resources"),
+    ("resources/unsubscribe", resources_unsubscribe, (LEGACY,), "resources"),
+    ("tools/list", tools_list, mcp.ERAS, "tools"),
+    ("tools/call", tools_call, mcp.ERAS, "tools"),
+    ("resources/list", resources_list, mcp.ERAS, "resources"),
+    ("resources/templates/list", templates_list, mcp.ERAS, "resources"),
+    ("resources/read", resources_read, mcp.ERAS, "resources"),
+    ("prompts/list", prompts_list, mcp.ERAS, "prompts"),
+    ("prompts/get", prompts_get, mcp.ERAS, "prompts"),
+    ("completion/complete", completion_complete, mcp.ERAS, "completions"),
+)
+# The core method table, (method, era) -> row: each dispatcher starts from a copy and adds its
+# extensions' rows. Never changed at run time.
+METHODS: MethodTable = {
+    (name, era): Method(fn, needs) for name, fn, eras, needs in _CORE_ROWS for era in eras
 }
 
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.core.context import Context, InputRequired, LegacyBroker, ReplayBroker
 from mcp_agent_kit.core.registry import Handler
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.mcp import LEGACY
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.methods import Call
+    from mcp_agent_kit.core.call import Call
 
 STATE_TTL_S = 600.0
-LEGACY = "legacy"
 
 
 def no_input_round(call: Call) -> bool:

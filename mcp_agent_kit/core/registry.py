@@ -192,6 +192,7 @@ class Registry:
         self._completers: dict[tuple[str, str], Completer] = {}
         self._sorted: dict[str, tuple[Any, ...]] = {}
         self._listeners: list[Callable[[str, str | None], None]] = []
+        self.task_policies: dict[str, Any] = {}  # tool name -> core.task_table.Policy (task_tool)
 
     # ---- identity -------------------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:

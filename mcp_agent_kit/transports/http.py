@@ -20,8 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcp_agent_kit.core import listen, tasks
-from mcp_agent_kit.core.dispatcher import MODERN, Connection, Dispatcher, bare_key_hint, is_enveloped
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
 from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.http_security import Policy
@@ -114,7 +113,6 @@ class McpHTTPServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_workers)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        tasks.install(dispatcher)  # also offers subscriptions/listen
         super().__init__(address, McpRequestHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -133,7 +131,7 @@ class McpHTTPServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         self.closing.set()
-        listen.close(self.dispatcher)
+        self.dispatcher.close()
         self.reaper.stop()
         self.sessions.close()
         super().server_close()
@@ -384,7 +382,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
                 http_headers.check_params(lookup, msg, srv.dispatcher.registry)
 
         exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
-        conn = Connection(era=MODERN, principal=principal, can_request=False)
+        conn = Connection(era=mcp.MODERN, principal=principal, can_request=False)
         reply = srv.dispatcher.handle(message, conn, exchange, exchange.cancel, check)
         exchange.finish(reply, _status(reply, bool(reached)))
 

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.transports.sse_replay import EventLog
 from mcp_agent_kit.wire import jsonrpc, mcp
@@ -29,7 +29,7 @@ class Session:
 
     def __init__(self, id_: str, principal: str | None) -> None:
         self.id = id_
-        self.conn = Connection(era=LEGACY, principal=principal, can_request=True)
+        self.conn = Connection(era=mcp.LEGACY, principal=principal, can_request=True)
         self.last_used = time.monotonic()
         self.closed = threading.Event()
         self.stream: Exchange | None = None

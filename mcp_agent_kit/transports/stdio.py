@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcp_agent_kit.core.context import CancelFlag
-from mcp_agent_kit.core.dispatcher import LEGACY, Connection, Dispatcher
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
 from mcp_agent_kit.logs import log_to_stderr, logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_REQUEST, RpcError
@@ -60,9 +60,6 @@ class StdioTransport:
         request_timeout: float = 300.0,
     ) -> None:
         self.dispatcher = dispatcher
-        from mcp_agent_kit.core import tasks  # the tasks extension and subscriptions/listen
-
-        tasks.install(dispatcher)
         self.max_line_bytes = max_line_bytes
         self.max_threads = max_threads
         self.request_timeout = request_timeout
@@ -114,7 +111,7 @@ class StdioTransport:
                 self._pending.pop(id_, None)
 
     def _registry_changed(self, kind: str, uri: str | None) -> None:
-        if self.conn.era != LEGACY or not self.conn.initialized:
+        if self.conn.era != mcp.LEGACY or not self.conn.initialized:
             return
         if uri is None and kind in mcp.LIST_CHANGED:
             self.write(jsonrpc.notification(mcp.LIST_CHANGED[kind]))
@@ -214,9 +211,7 @@ class StdioTransport:
 
     def _end_subscriptions(self) -> None:
         """Open subscriptions/listen requests never finish by themselves: end them at shutdown."""
-        listen = sys.modules.get("mcp_agent_kit.core.listen")
-        if listen is not None:
-            listen.close(self.dispatcher)
+        self.dispatcher.close()
 
     def _finish_input(self) -> None:
         """EOF (call with _state_lock held): fail pending client requests, wake the waiters."""

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+# The two eras a connection can be in: 2026-07-28's per-request `_meta` envelope ("modern") or
+# the initialize handshake of the older revisions ("legacy"). Defined here only.
+MODERN: Final = "modern"
+LEGACY: Final = "legacy"
+ERAS: Final = (MODERN, LEGACY)
+
 MODERN_VERSIONS: Final = ("2026-07-28",)
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_LEGACY: Final = LEGACY_VERSIONS[0]

@@ -28,7 +28,8 @@ def tools_only() -> Server:
 def test_capabilities_follow_what_is_registered() -> None:
     server = tools_only()
     discover = server.handle(modern(1, "server/discover"))["result"]  # type: ignore[index]
-    assert set(discover["capabilities"]) == {"tools", "logging"}
+    # extensions: every Server composes the tasks extension, in-process as over stdio and HTTP
+    assert set(discover["capabilities"]) == {"tools", "logging", "extensions"}
     assert discover["ttlMs"] == 5000 and discover["cacheScope"] == "public"
     assert discover["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "only-tools", "version": "2.0"}
     for method in ("prompts/list", "resources/list", "completion/complete"):

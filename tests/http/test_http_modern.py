@@ -153,9 +153,7 @@ def test_listen_ends_with_result_on_shutdown(serve: Any) -> None:
     running = serve(make_server().dispatcher)
     response, conn = _listen(running, {"toolsListChanged": True})
     _next_event(response)
-    from mcp_agent_kit.core import listen
-
-    listen.close(running.server.dispatcher)  # the final event waits in the stream until read
+    running.server.dispatcher.close()  # the final event waits in the stream until read
     final = _next_event(response)
     assert final["id"] == "sub-1" and final["result"]["resultType"] == "complete"
     assert final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"

@@ -233,7 +233,6 @@ def test_cancel_list_and_errors(report: dict[str, Any]) -> None:
 
 def test_older_revisions_see_no_tasks_and_a_task_field_is_ignored() -> None:
     from mcp_agent_kit import Server
-    from mcp_agent_kit.core import tasks as modern_tasks
     from mcp_agent_kit.core.dispatcher import Connection
 
     server = Server("older", "1.0.0")
@@ -243,7 +242,6 @@ def test_older_revisions_see_no_tasks_and_a_task_field_is_ignored() -> None:
         "A task-capable tool."
         return "done"
 
-    modern_tasks.install(server.dispatcher)
     conn = Connection()
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     reply = server.handle({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, conn)

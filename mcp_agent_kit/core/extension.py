@@ -1,0 +1,59 @@
+"""extension: what an extension may contribute to a dispatcher — a closed set, fixed at construction.
+
+An extension (tasks of either era, subscriptions/listen, ...) is a small object; the dispatcher
+calls `bind(dispatcher)` once when it is built and merges the returned `Contributions` into its
+own tables: method rows keyed by (method, era), a tools/call interceptor per era, a tools/list
+annotator per era, a capabilities hook per era. `close()` runs at server shutdown. Rules: no
+contribution is added later, nothing module-level is rewritten; an extension keeps its state on
+itself and imports its heavy parts on first use, so building one costs next to nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcp_agent_kit.core.call import Call, Method
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.dispatcher import Dispatcher
+
+ToolInterceptor = Callable[[Call, Any, dict[str, Any]], "dict[str, Any] | None"]
+"""intercept(call, tool, arguments): the result to send for a validated tools/call, or None to run it as usual."""
+ToolAnnotator = Callable[[Call, list[dict[str, Any]]], list[dict[str, Any]]]
+"""annotate(call, tools): the tools/list page to send (new dicts for changed tools; the given ones are shared)."""
+CapabilityHook = Callable[[str, dict[str, Any]], None]
+"""extend(version, capabilities): add to the ServerCapabilities offered at `version` (era in the key)."""
+
+
+class Contributions:
+    """Everything one extension adds; each table is keyed by era (mcp.MODERN / mcp.LEGACY) or (method, era)."""
+
+    __slots__ = ("annotators", "capabilities", "interceptors", "methods")
+
+    def __init__(
+        self,
+        *,
+        methods: Mapping[tuple[str, str], Method] | None = None,
+        interceptors: Mapping[str, ToolInterceptor] | None = None,
+        annotators: Mapping[str, ToolAnnotator] | None = None,
+        capabilities: Mapping[str, CapabilityHook] | None = None,
+    ) -> None:
+        self.methods = dict(methods or {})
+        self.interceptors = dict(interceptors or {})
+        self.annotators = dict(annotators or {})
+        self.capabilities = dict(capabilities or {})
+
+
+class Extension(Protocol):
+    """An optional part of the protocol, composed into a dispatcher when it is built."""
+
+    name: str
+
+    def bind(self, dispatcher: Dispatcher) -> Contributions:
+        """Attach to the one dispatcher this extension serves; return what it contributes."""
+        ...
+
+    def close(self) -> None:
+        """Server shutdown: end what is open (long-lived requests); the dispatcher may serve again."""
+        ...
