@@ -1,7 +1,10 @@
 """call: one request as a handler sees it (`Call`), and a method table row (`Method`).
 
-A `Call` is frozen: code that needs a variant (a task's worker with its own outbox and cancel
-flag) derives one with `dataclasses.replace`. Rules: a bottom module — it imports only
+A `Call` is immutable: code that needs a variant (a task's worker with its own outbox and cancel
+flag) derives one with `call._replace(...)`. It is a typed NamedTuple rather than a frozen
+dataclass because it is built once per request: a frozen dataclass sets each field through
+`object.__setattr__` (about 1.5 µs for these 14 fields, some 15 % of a whole tools/call), a
+NamedTuple is built by the C tuple constructor (about 0.4 µs). Rules: a bottom module — it imports only
 `core.context` and `wire`; it knows no dispatcher, transport or extension (they are typed as
 protocols or `Any` here).
 """
@@ -10,8 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from mcp_agent_kit.core.context import Context, InputBroker
 
@@ -38,8 +40,7 @@ class TaskHooks(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One request: what was asked, in which era, on which connection, and where replies go."""
 
     dispatcher: Any  # core.dispatcher.Dispatcher (not imported: this module sits below it)

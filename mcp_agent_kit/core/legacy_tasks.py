@@ -14,7 +14,6 @@ them, one core.task_table.TaskTable each, kept on the extension; this module ren
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -179,7 +178,7 @@ class LegacyTasksExtension:
         task = tasks.create(None, ttl)
         if call.out is not None:
             task.notify = call.out.notify
-        work = dataclasses.replace(call, out=_TaskOutbox(call.out, tasks, task), cancel=task.cancel, task=_HOOKS)
+        work = call._replace(out=_TaskOutbox(call.out, tasks, task), cancel=task.cancel, task=_HOOKS)
         created = {"task": tasks.snapshot(task)}  # before the worker starts: the task is still working
         threading.Thread(target=_work, args=(tasks, task, work, tool, arguments), name=f"mcp-task-{tool.name}",
                          daemon=True).start()

@@ -12,7 +12,6 @@ principal that created it. 2025-11-25's tasks (core.legacy_tasks) share the tabl
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -290,7 +289,7 @@ class TaskRun:
         outcome: dict[str, Any] | None = None
         failure: RpcError | None = None
         try:
-            worker = dataclasses.replace(self.call, out=_TaskOut(self), cancel=self.cancel, task=self)
+            worker = self.call._replace(out=_TaskOut(self), cancel=self.cancel, task=self)
             outcome = methods.execute_tool(worker, self.tool, self.arguments)
         except TaskCancelled:
             pass
