@@ -14,6 +14,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "wire": {"core", "transports", "client", "a2a", "packaging", "scaffold", "server", "__main__", "loader"},
     "core": {"transports", "client", "a2a", "packaging", "scaffold", "server", "__main__"},
     "packaging": {"core", "transports", "client", "a2a", "scaffold", "server", "__main__"},
+    "httpd": {"wire", "core", "transports", "client", "a2a", "packaging", "scaffold", "server", "__main__", "loader"},
     "transports": {"client", "a2a", "packaging", "scaffold", "__main__"},
     "client": {"transports", "a2a", "packaging", "scaffold", "__main__", "core.dispatcher", "core.methods"},
     "a2a": {"transports", "client", "packaging", "scaffold", "__main__"},

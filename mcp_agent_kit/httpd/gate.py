@@ -1,4 +1,4 @@
-"""http_security: the gate in front of every HTTP request — Host, Origin and bearer token.
+"""gate: the one gate in front of every HTTP request of the kit — Host, Origin and bearer token.
 
 DNS-rebinding protection checks `Host` and `Origin` against allowlists (loopback names by
 default); an optional bearer token is compared in constant time and names the principal that
