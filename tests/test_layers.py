@@ -17,10 +17,12 @@ ROOT = "(package root)"  # `from mcp_agent_kit import X`: the lazy public facade
 
 # layer -> the layers of ours it must never import
 FORBIDDEN: dict[str, set[str]] = {
-    "wire": {"core", "transports", "client", "gateway", "a2a", "packaging", "scaffold", "server", "__main__",
-             "loader"},
-    "core": {"transports", "client", "gateway", "a2a", "packaging", "scaffold", "server", "__main__"},
-    "packaging": {"core", "transports", "client", "gateway", "a2a", "scaffold", "server", "__main__"},
+    "wire": {"core", "transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server",
+             "__main__", "loader"},
+    "core": {"transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server", "__main__"},
+    "packaging": {"core", "transports", "client", "gateway", "httpd", "a2a", "scaffold", "server", "__main__"},
+    "httpd": {"wire", "core", "transports", "client", "gateway", "a2a", "packaging", "scaffold", "server",
+              "__main__", "loader"},
     "transports": {"client", "gateway", "a2a", "packaging", "scaffold", "__main__"},
     "a2a": {"transports", "client", "gateway", "packaging", "scaffold", "__main__"},
     "scaffold": {"__main__"},

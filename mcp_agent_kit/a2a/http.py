@@ -1,7 +1,9 @@
-"""http: serves an A2A agent over HTTP/1.1 with http.server — card, JSON-RPC, HTTP+JSON, SSE streams.
+"""http: serves an A2A agent on the `httpd` engine — card, JSON-RPC, HTTP+JSON, SSE streams.
 
-Secure by default: loopback bind, Host header checked against loopback names (DNS rebinding), a body
-limit, and optional bearer tokens (each token is a principal; tasks are isolated per principal).
+Secure by default: loopback bind, Host and Origin checked by `httpd.gate` against loopback names
+(DNS rebinding; a public bind checks neither, as before), a body limit, and optional bearer tokens
+(each token is a principal; tasks are isolated per principal). The engine reads requests on its
+event loop (slow clients hold no thread) and runs these handlers on a bounded worker pool.
 JSON-RPC errors go out with HTTP 200; streams are `text/event-stream`, flushed per event, and the
 connection closes at the end (v1.0 has no `final` flag). Rules: framing and headers only; the
 bindings (jsonrpc, rest) and the engine do the protocol.
@@ -11,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import ipaddress
 import json
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,6 +27,7 @@ from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.card import MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
+from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 
 log = logging.getLogger("mcp_agent_kit.a2a")
 CARD_PATHS = frozenset({"/.well-known/agent-card.json", "/.well-known/agent.json"})
@@ -48,10 +51,7 @@ def principal_for(token: str) -> str:
     return "bearer:" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
-class A2AServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class A2AServer(Server):
     def __init__(
         self,
         engine: TaskEngine,
@@ -61,8 +61,11 @@ class A2AServer(ThreadingHTTPServer):
         tokens: list[str] | None = None,
         public_url: str | None = None,
         max_body: int = MAX_BODY,
+        max_workers: int = 128,
     ) -> None:
-        super().__init__((host, port), A2ARequestHandler)
+        # an over-limit body up to 8x the limit is read away (on the loop), so the client sees the 413
+        limits = Limits(workers=max_workers, max_body=max_body, drain_limit=8 * max_body)
+        super().__init__((host, port), A2ARequestHandler.serve(self), limits)
         self.engine = engine
         self.tokens = {token: principal_for(token) for token in tokens or []}
         self.max_body = max_body
@@ -70,23 +73,21 @@ class A2AServer(ThreadingHTTPServer):
         actual = self.server_address[1]
         shown = socket.getfqdn() if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
         self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
-        self.allowed_hosts = {f"{name}:{actual}" for name in ("localhost", "127.0.0.1", "[::1]")}
-        self.allowed_hosts |= {name for name in ("localhost", "127.0.0.1", "[::1]")}
-        if public_url:
-            self.allowed_hosts.add(urlsplit(public_url).netloc)
+        public_host = urlsplit(public_url).hostname if public_url else None
+        anyone = None if is_loopback(host) else ["*"]  # a public bind checks neither Host nor Origin
+        self.policy = Policy(
+            bind_host=host,
+            allowed_hosts=anyone or ([public_host] if public_host else []),
+            allowed_origins=anyone,
+            tokens=self.tokens,
+        )
         interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
         self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens))
 
 
-class A2ARequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class A2ARequestHandler(Handler):
     server_version = "mcp-agent-kit-a2a"
-    server: A2AServer
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without this, Nagle + delayed ACK add ~40 ms a reply.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server: A2AServer  # type: ignore[assignment]  # served by httpd, not socketserver
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -110,21 +111,13 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
         self._json(exc.status, body, **headers)
 
     def _host_ok(self) -> bool:
-        if not is_loopback(self.server.bound):
-            return True
-        return self.headers.get("Host", "") in self.server.allowed_hosts
+        policy = self.server.policy
+        return policy.host_ok(self.headers.get("Host")) and policy.origin_ok(self.headers.get("Origin"))
 
     def _principal(self) -> str | None:
         """ "" when auth is off; the token's principal; None when a token is required and wrong."""
-        if not self.server.tokens:
-            return ""
-        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        for known, principal in self.server.tokens.items():
-            if hmac.compare_digest(known.encode(), token.strip().encode()):
-                return principal
-        return None
+        policy = self.server.policy
+        return policy.principal(self.headers.get("Authorization")) if policy.auth_required else ""
 
     def _body(self, rpc: bool) -> bytes | None:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -185,7 +178,7 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
     def _gate(self, rpc: bool) -> str | None:
         if not self._host_ok():
             self.close_connection = True
-            self._refuse(A2AError("InvalidRequest", "Host header not allowed"), rpc)
+            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), rpc)
             return None
         principal = self._principal()
         if principal is None:
@@ -224,7 +217,7 @@ class A2ARequestHandler(BaseHTTPRequestHandler):
 
     def _card(self) -> None:
         if not self._host_ok():
-            self._refuse(A2AError("InvalidRequest", "Host header not allowed"), False)
+            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), False)
             return
         body, etag, modified = self.server.card.current()
         headers = {"Cache-Control": f"public, max-age={MAX_AGE}", "ETag": etag, "Last_Modified": modified}
@@ -322,6 +315,9 @@ def serve(
     """Serve until interrupted; returns the exit code."""
     server = A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body)
     log.info("A2A agent %r at %s", engine.agent.name, server.base_url)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
+        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,29 +1,27 @@
-"""http: Streamable HTTP on `http.server.ThreadingHTTPServer`, serving one Dispatcher in both eras.
+"""http: Streamable HTTP served by the `httpd` engine, mapping requests onto one Dispatcher in both eras.
 
 One endpoint (default `/mcp`). The `MCP-Protocol-Version` header picks the era (digest §8):
 a modern request walks the dispatcher's ladder with header checks plugged in and gets the
 status codes of §6; a handshake-era request uses `Mcp-Session-Id` sessions, a GET standalone
-stream and DELETE. Before anything: Host/Origin allowlists (403), bearer token (401), media
-types (406/415) and a body limit (413). Workers are bounded, and a reaper cuts off clients
-that dribble a request. Rules: protocol logic stays in the dispatcher; this module maps HTTP
-to it and back.
+stream and DELETE. Before anything: Host/Origin allowlists (403) and the bearer token (401) of
+`httpd.gate`, media types (406/415) and a body limit (413). The engine reads requests on its event
+loop (slow clients hold no thread), enforces the timeouts and runs this mapping on bounded workers.
+Rules: protocol logic stays in the dispatcher; this module maps HTTP to it and back.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
-import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
+from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
+from mcp_agent_kit.httpd.head import SINGLE
 from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
-from mcp_agent_kit.transports.http_security import Policy
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
@@ -31,62 +29,18 @@ from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
 log = logging.getLogger("mcp_agent_kit.http")
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 SESSION_HEADER = "Mcp-Session-Id"
+_SINGLE = SINGLE | {"mcp-protocol-version"}  # headers that must not repeat (smuggling, host confusion)
 
 
 def _error_body(code: int, message: str) -> bytes:
     return jsonrpc.encode(jsonrpc.error_reply(None, code, message))
 
 
-class Headers(dict[str, str]):
-    """Request headers by lower-case name (a lean stand-in for email.message.Message)."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return super().get(name.lower(), default)
-
-
 _date_cache: list[Any] = [0, ""]
-# Headers that must not repeat (request smuggling, host confusion).
-_SINGLE = frozenset({"content-length", "host", "transfer-encoding", "authorization", "mcp-protocol-version"})
 
 
-class Reaper:
-    """Shuts down sockets whose request is not fully read by its deadline (slow clients)."""
-
-    def __init__(self, interval: float = 0.25) -> None:
-        self._deadlines: dict[socket.socket, float] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._interval = interval
-        threading.Thread(target=self._run, name="mcp-http-reaper", daemon=True).start()
-
-    def watch(self, sock: socket.socket, seconds: float) -> None:
-        with self._lock:
-            self._deadlines[sock] = time.monotonic() + seconds
-
-    def release(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._deadlines.pop(sock, None)
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            now = time.monotonic()
-            with self._lock:
-                late = [sock for sock, deadline in self._deadlines.items() if deadline <= now]
-                for sock in late:
-                    del self._deadlines[sock]
-            for sock in late:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-
-class McpHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server with a bounded number of worker threads."""
-
-    daemon_threads = True
-    request_queue_size = 128
+class McpHTTPServer(Server):
+    """The MCP endpoint on the shared engine: a bounded worker pool, timeouts, a connection limit."""
 
     def __init__(
         self,
@@ -100,6 +54,7 @@ class McpHTTPServer(ThreadingHTTPServer):
         header_timeout: float = 10.0,
         idle_timeout: float = 30.0,
         session_ttl: float = 3600.0,
+        max_connections: int = 16384,
     ) -> None:
         self.dispatcher = dispatcher
         self.path = path
@@ -108,119 +63,34 @@ class McpHTTPServer(ThreadingHTTPServer):
         self.header_timeout = header_timeout
         self.idle_timeout = idle_timeout
         self.sessions = Sessions(dispatcher, idle_ttl=session_ttl)
-        self.reaper = Reaper()
         self.closing = threading.Event()
-        self._slots = threading.BoundedSemaphore(max_workers)
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, McpRequestHandler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self._slots.acquire()  # at most max_workers connections are served at once
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        limits = Limits(
+            workers=max_workers, max_connections=max_connections, max_body=max_body,
+            header_timeout=header_timeout, body_timeout=max(header_timeout, 30.0), idle_timeout=idle_timeout,
+            single_headers=_SINGLE,
+        )
+        super().__init__(address, McpRequestHandler.serve(self), limits)
 
     def server_close(self) -> None:
         self.closing.set()
         self.dispatcher.close()
-        self.reaper.stop()
         self.sessions.close()
         super().server_close()
 
 
-class McpRequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: McpHTTPServer
+class McpRequestHandler(Handler):
+    server: McpHTTPServer  # type: ignore[assignment]  # served by httpd, not socketserver
     server_version = "mcp-agent-kit"
-    wbufsize = 64 * 1024  # headers and body leave in one segment; every reply ends with a flush
 
-    # ---- connection handling ---------------------------------------------------------------
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.idle_timeout)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def handle_one_request(self) -> None:
-        """Wait for a request line (idle timeout), then read the rest under a deadline."""
-        srv = self.server
-        try:
-            self.connection.settimeout(srv.idle_timeout)
-            self.raw_requestline = self.rfile.readline(65537)
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            self.connection.settimeout(srv.header_timeout)
-            srv.reaper.watch(self.connection, srv.header_timeout)
-            try:
-                if len(self.raw_requestline) > 65536:
-                    self.requestline, self.request_version, self.command = "", "HTTP/1.0", ""  # send_error logs them
-                    self.send_error(414)
-                    return
-                if not self.parse_request():
-                    return
-                method = getattr(self, "do_" + self.command, None)
-                if "transfer-encoding" in self.headers or (
-                    self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
-                ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
-                    self.close_connection = True
-                if method is None:
-                    self._plain(405, b"method not allowed", {"Allow": "GET, POST, DELETE"})
-                else:
-                    method()
-            finally:
-                srv.reaper.release(self.connection)
-            self.wfile.flush()
-        except (TimeoutError, OSError):
+    def run(self) -> None:
+        if "transfer-encoding" in self.headers or (
+            self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
+        ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
             self.close_connection = True
+        super().run()
 
-    def parse_request(self) -> bool:
-        """Request line and headers, parsed without the email package (it dominates per-request cost)."""
-        self.command = None  # type: ignore[assignment]
-        self.request_version = "HTTP/1.0"  # HTTP/0.9 is not spoken: errors always carry a status line
-        self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if len(words) != 3 or not words[2].startswith("HTTP/1."):
-            self.send_error(400, "Bad request line")
-            return False
-        self.command, self.path, self.request_version = words
-        headers = Headers()
-        for _ in range(101):
-            line = self.rfile.readline(65537)
-            if line in (b"\r\n", b"\n", b""):
-                break
-            name, sep, value = str(line, "iso-8859-1").partition(":")
-            key = name.lower()
-            if len(line) > 65536 or not sep or not name or name != name.strip() or (key in _SINGLE and key in headers):
-                self.send_error(400, "Bad header")
-                return False
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        else:
-            self.send_error(431, "Too many headers")
-            return False
-        self.headers = headers  # type: ignore[assignment]
-        connection = headers.get("connection", "").lower()
-        http11 = self.request_version == "HTTP/1.1"
-        self.close_connection = connection == "close" if http11 else connection != "keep-alive"
-        if headers.get("expect", "").lower() == "100-continue":
-            self.send_response_only(100)
-            self.end_headers()
-        return True
-
-    def _body_read(self) -> None:
-        """The request is fully read: lift the deadline, allow long-running work."""
-        self.server.reaper.release(self.connection)
-        self.connection.settimeout(None)
+    def method_missing(self) -> None:
+        self._plain(405, b"method not allowed", {"Allow": "GET, POST, DELETE"})
 
     def log_message(self, format: str, *args: Any) -> None:
         if log.isEnabledFor(logging.DEBUG):
@@ -308,7 +178,6 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             self._json_error(413, INVALID_REQUEST, f"Payload Too Large: at most {self.server.max_body} bytes")
             return
         body = self.rfile.read(int(length))
-        self._body_read()
         incoming = jsonrpc.decode(body)
         if incoming.kind == "invalid":
             assert incoming.reply is not None
@@ -342,7 +211,6 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         if not self._accepts("text/event-stream"):
             self._json_error(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")
             return
-        self._body_read()
         last_event_id = self.headers.get("Last-Event-ID")
         if last_event_id is not None:
             self._resume_stream(session, last_event_id)

@@ -1,0 +1,104 @@
+"""gate: the one gate in front of every HTTP request of the kit — Host, Origin and bearer token.
+
+DNS-rebinding protection checks `Host` and `Origin` against allowlists (loopback names by
+default); an optional bearer token is compared in constant time and names the principal that
+owns sessions and tasks. Rules: pure decisions over header values; the transport turns them
+into 401/403 replies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+ANY = "*"
+
+
+def _split_host(value: str) -> str | None:
+    """The host part of a Host header value ('example.com:8080', '[::1]:80') in lower case."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[1:end], value[end + 1 :]
+        return host if rest == "" or (rest.startswith(":") and rest[1:].isdigit()) else None
+    host, sep, port = value.partition(":")
+    if sep and not port.isdigit():
+        return None
+    return host
+
+
+class Policy:
+    """Who may talk to this server. Hosts and origins: exact host names, or "*" for any."""
+
+    def __init__(
+        self,
+        *,
+        bind_host: str = "127.0.0.1",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        token: str | None = None,
+        tokens: Mapping[str, str] | None = None,
+    ) -> None:
+        hosts = set(LOOPBACK_HOSTS)
+        if bind_host not in ("", "0.0.0.0", "::"):
+            hosts.add(bind_host.lower())
+        hosts.update(h.lower() for h in allowed_hosts or ())
+        self.allowed_hosts = frozenset(hosts)
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins or ())
+        principals: dict[str, str] = dict(tokens or {})
+        if token:
+            principals[token] = "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+        self._tokens = [(t.encode(), p) for t, p in principals.items()]
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self._tokens)
+
+    def host_ok(self, host_header: str | None) -> bool:
+        if ANY in self.allowed_hosts:
+            return True
+        if host_header is None:
+            return False
+        host = _split_host(host_header)
+        return host is not None and host in self.allowed_hosts
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """No Origin (a non-browser client) is fine; a present one must be allowed."""
+        if origin is None or ANY in self.allowed_origins:
+            return True
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or parts.path or parts.query:
+            return False
+        try:
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            return False
+        return host is not None and host in self.allowed_hosts
+
+    def principal(self, authorization: str | None) -> str | None:
+        """The principal a valid `Authorization: Bearer` names; None when missing or wrong.
+
+        Every configured token is compared, in constant time, so timing tells nothing.
+        """
+        if authorization is None:
+            return None
+        scheme, _, credentials = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not credentials.strip():
+            return None
+        given = credentials.strip().encode()
+        found: str | None = None
+        for token, principal in self._tokens:
+            if hmac.compare_digest(given, token):
+                found = principal
+        return found
