@@ -84,7 +84,7 @@ def is_content_block(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     kind = value.get("type")
-    return kind in CONTENT_TYPES and all(key in value for key in _REQUIRED_KEYS[kind])
+    return type(kind) is str and kind in CONTENT_TYPES and all(key in value for key in _REQUIRED_KEYS[kind])
 
 
 def dumps_text(value: Any) -> str:
@@ -97,8 +97,10 @@ def tool_result(value: Any, structured: bool = False) -> dict[str, Any]:
 
     With structured (the tool declares an outputSchema), any plain value is structuredContent.
     """
-    if structured and type(value) is dict and value.get("type") not in CONTENT_TYPES:  # the usual case
-        return _structured(value)
+    if structured and type(value) is dict:  # the usual case: a plain object, not a content block
+        kind = value.get("type")
+        if kind is None or type(kind) is not str or kind not in CONTENT_TYPES:
+            return _structured(value)
     if isinstance(value, ToolResult):
         result: dict[str, Any] = {"content": [_block(item) for item in value.content]}
         if value.structured is not None:

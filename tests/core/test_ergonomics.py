@@ -542,3 +542,11 @@ def test_the_package_lists_its_lazy_public_api() -> None:
     assert set(mcp_agent_kit.__all__) <= set(listed)
     assert {"Server", "Context", "TestClient", "Elicited", "content"} <= set(listed)
     assert listed == sorted(listed)
+
+
+def test_a_structured_result_with_an_odd_type_field_is_still_structured() -> None:
+    from mcp_agent_kit.core.content import is_content_block, tool_result
+
+    for odd in ({"type": []}, {"type": {"a": 1}}, {"type": 3}):
+        assert not is_content_block(odd)
+        assert tool_result(odd, structured=True)["structuredContent"] == odd
