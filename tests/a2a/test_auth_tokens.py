@@ -18,22 +18,7 @@ from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.http import CARD_PATHS, REST_PATH, RPC_PATH
 from mcp_agent_kit.loader import load_target
 from tests.a2a.conftest import METRICS, Live, call, start, user_message
-
-TOKEN = "s3cret-token-0123"
-OTHER = "another-token-9876"
-NEAR_MISSES = {
-    "appended": f"Bearer {TOKEN}x",
-    "prepended": f"Bearer x{TOKEN}",
-    "prefix": f"Bearer {TOKEN[:-1]}",
-    "short prefix": f"Bearer {TOKEN[:4]}",
-    "suffix": f"Bearer {TOKEN[1:]}",
-    "both tokens": f"Bearer {TOKEN}{OTHER}",
-    "basic scheme": f"Basic {TOKEN}",
-    "no scheme": TOKEN,
-    "wrong token": "Bearer wrong",
-    "empty bearer": "Bearer ",
-    "no header": "",
-}
+from tests.auth_cases import NEAR_MISSES, OTHER, TOKEN
 
 
 def concrete(pattern: re.Pattern[str]) -> str:

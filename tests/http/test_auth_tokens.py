@@ -13,24 +13,10 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit import Server
+from tests.auth_cases import NEAR_MISSES, OTHER, TOKEN
 from tests.http.conftest import MODERN, Running
 
-TOKEN = "s3cret-token-0123"
-OTHER = "another-token-9876"
 LEGACY = "2025-11-25"
-NEAR_MISSES = {
-    "appended": f"Bearer {TOKEN}x",
-    "prepended": f"Bearer x{TOKEN}",
-    "prefix": f"Bearer {TOKEN[:-1]}",
-    "short prefix": f"Bearer {TOKEN[:4]}",
-    "suffix": f"Bearer {TOKEN[1:]}",
-    "both tokens": f"Bearer {TOKEN}{OTHER}",
-    "basic scheme": f"Basic {TOKEN}",
-    "no scheme": TOKEN,
-    "wrong token": "Bearer wrong",
-    "empty bearer": "Bearer ",
-    "no header": "",
-}
 
 
 def make_server() -> Server:
