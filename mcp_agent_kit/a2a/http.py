@@ -153,7 +153,16 @@ class A2ARequestHandler(Handler):
             left -= len(chunk)
 
     def _stream(self, events: Iterator[dict[str, Any]], frame: Any) -> None:
+        """An SSE stream runs on an engine stream thread, never holding a request worker."""
         self.close_connection = True
+        if not self.server.hand_off(self.wfile, lambda: self._write_stream(events, frame)):  # type: ignore[arg-type]
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+            self._json(503, {"error": {"code": 503, "status": "UNAVAILABLE", "message": "too many open streams"}},
+                       Retry_After="5")
+
+    def _write_stream(self, events: Iterator[dict[str, Any]], frame: Any) -> bool:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-store")
@@ -178,6 +187,7 @@ class A2ARequestHandler(Handler):
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+        return False
 
     # ---- routes ----------------------------------------------------------------------------------
     def _gate(self, rpc: bool) -> str | None:
