@@ -7,7 +7,8 @@ timeout (a slow reader can stall its own response, never forever), then gives th
 to the loop for the next request (keep-alive, pipelined bytes kept) or for a lingering close. No
 thread waits for a client to send. A long-lived stream (SSE, listen) is handed off (`hand_off`) to
 a separate bounded set of stream threads, so streams never take the request workers. Rules: it
-knows no protocol above HTTP; socketserver's names (`serve_forever`, `shutdown`, `server_close`, `server_address`, `socket`) keep their meaning.
+knows no protocol above HTTP; socketserver's names (`serve_forever`, `shutdown`, `server_close`,
+`server_address`, `socket`) keep their meaning.
 """
 
 from __future__ import annotations
