@@ -38,6 +38,11 @@ _JSON_TYPES = ("application/json", "application/a2a+json")
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
+def _media_type(header: str | None) -> str:
+    """The bare media type of a Content-Type header; "" when there is none (never taken as JSON)."""
+    return (header or "").split(";")[0].strip().lower()
+
+
 def is_loopback(host: str) -> bool:
     if host in _LOOPBACK_NAMES:
         return True
@@ -148,7 +153,16 @@ class A2ARequestHandler(Handler):
             left -= len(chunk)
 
     def _stream(self, events: Iterator[dict[str, Any]], frame: Any) -> None:
+        """An SSE stream runs on an engine stream thread, never holding a request worker."""
         self.close_connection = True
+        if not self.server.hand_off(self.wfile, lambda: self._write_stream(events, frame)):  # type: ignore[arg-type]
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+            self._json(503, {"error": {"code": 503, "status": "UNAVAILABLE", "message": "too many open streams"}},
+                       Retry_After="5")
+
+    def _write_stream(self, events: Iterator[dict[str, Any]], frame: Any) -> bool:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-store")
@@ -173,6 +187,7 @@ class A2ARequestHandler(Handler):
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+        return False
 
     # ---- routes ----------------------------------------------------------------------------------
     def _gate(self, rpc: bool) -> str | None:
@@ -244,9 +259,10 @@ class A2ARequestHandler(Handler):
         body = self._body(True)
         if body is None:
             return
-        kind = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
-        if kind not in _JSON_TYPES:
+        kind = _media_type(self.headers.get("Content-Type"))
+        if kind not in _JSON_TYPES:  # a missing type too: a CORS "simple" POST must never run a skill
             exc = A2AError("ContentTypeNotSupported", f"Content-Type {kind!r} is not supported; send application/json")
+            self.close_connection = True
             self._json(200, {"jsonrpc": "2.0", "id": None, "error": exc.rpc_error()})
             return
         reply = jsonrpc.handle(self.server.engine, body, self._version(query), principal)
@@ -283,10 +299,13 @@ class A2ARequestHandler(Handler):
             if got is None:
                 return
             body = got
-            kind = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
-            if body.strip() and kind not in _JSON_TYPES:
+            kind = _media_type(self.headers.get("Content-Type"))
+            if kind not in _JSON_TYPES and (body.strip() or kind):  # only a bodiless POST may omit the type
                 exc = A2AError("ContentTypeNotSupported", f"Content-Type {kind!r} is not supported")
-                self._refuse(exc, False)
+                self.close_connection = True
+                error = exc.rest_error()
+                error["error"]["code"] = 415  # an HTTP-level refusal: 415, as on the MCP endpoint
+                self._json(415, error)
                 return
         reply = rest.route(
             self.server.engine,

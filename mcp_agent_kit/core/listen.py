@@ -4,6 +4,10 @@ resource-updated notifications to one subscriber (digest §4.4).
 The handler acknowledges the subset of notifications it honours, then forwards registry
 changes (and task status pushes from core.tasks) tagged with the subscription id until the
 client goes away (HTTP: stream closed; stdio: notifications/cancelled) or the server closes.
+Back-pressure: each subscription queues at most MAX_QUEUED notifications; the notifying thread
+only ever enqueues (it never waits for a socket). A subscriber that falls that far behind is
+dropped: its listen ends at once (the Outbox's `abort()`, if it has one, cuts the connection;
+a listen stream is not resumable, the client listens again and re-reads the lists).
 Rules: sans-IO — it talks only to the request's Outbox and cancel flag; its state (open
 subscriptions, the shutdown flag) lives on the ListenExtension its dispatcher was built with.
 """
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 HEARTBEAT_S = 15.0
 POLL_S = 0.25
+MAX_QUEUED = 1024  # notifications waiting for one subscriber; one more and the subscriber is dropped
 # Request flag -> (registry kind(s) that trigger it, capability that must be offered, notification).
 LIST_FLAGS: dict[str, tuple[frozenset[str], str, str]] = {
     "toolsListChanged": (frozenset({"tools"}), "tools", mcp.LIST_CHANGED["tools"]),
@@ -45,12 +50,23 @@ class Subscription:
         self.kinds: set[str] = set()
         self.uris: set[str] = set()
         self.task_ids: set[str] = set()
-        self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.queue: queue.Queue[dict[str, Any]] = queue.Queue(MAX_QUEUED)
+        self.overflowed = threading.Event()  # fell MAX_QUEUED behind: the listen ends
+        self.on_overflow: Callable[[], None] | None = None
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Queue one notification; never blocks. A full queue drops the subscriber."""
+        if self.overflowed.is_set():
+            return
         body = dict(params or {})
         body["_meta"] = {**(body.get("_meta") or {}), mcp.META_SUBSCRIPTION_ID: self.id}
-        self.queue.put(jsonrpc.notification(method, body))
+        try:
+            self.queue.put_nowait(jsonrpc.notification(method, body))
+        except queue.Full:
+            self.overflowed.set()
+            drop = self.on_overflow
+            if drop is not None:
+                drop()
 
 
 class ListenExtension:
@@ -111,11 +127,12 @@ class ListenExtension:
         self.add(sub)
         out = call.out
         heartbeat = getattr(out, "heartbeat", None)
+        sub.on_overflow = getattr(out, "abort", None)
         cancel = call.cancel or threading.Event()
         try:
             sub.send("notifications/subscriptions/acknowledged", {"notifications": ack})
             idle = 0.0
-            while not (cancel.is_set() or closing.is_set()):
+            while not (cancel.is_set() or closing.is_set() or sub.overflowed.is_set()):
                 try:
                     message = sub.queue.get(timeout=POLL_S)
                 except queue.Empty:

@@ -5,8 +5,10 @@ heads and bodies into buffers, enforces header, body and idle deadlines, and han
 request to a worker. The worker runs the application with the socket in blocking mode under a write
 timeout (a slow reader can stall its own response, never forever), then gives the connection back
 to the loop for the next request (keep-alive, pipelined bytes kept) or for a lingering close. No
-thread waits for a client to send. Rules: it knows no protocol above HTTP; socketserver's names
-(`serve_forever`, `shutdown`, `server_close`, `server_address`, `socket`) keep their meaning.
+thread waits for a client to send. A long-lived stream (SSE, listen) is handed off (`hand_off`) to
+a separate bounded set of stream threads, so streams never take the request workers. Rules: it
+knows no protocol above HTTP; socketserver's names (`serve_forever`, `shutdown`, `server_close`,
+`server_address`, `socket`) keep their meaning.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Limits:
     body_timeout: float = 30.0  # end of the head to the end of the body
     idle_timeout: float = 30.0  # a kept-alive connection waiting for its next request
     write_timeout: float = 30.0  # one blocked send of a response
+    stream_workers: int = 256  # long-lived streams (SSE, listen) run here, never on the request workers
     drain_timeout: float = 5.0  # graceful stop: how long in-flight requests may still run
     single_headers: frozenset[str] = field(default=heads.SINGLE)
 
@@ -69,13 +72,14 @@ class Request:
 class Channel:
     """Where a handler writes its response: a small buffer in front of the (blocking) socket."""
 
-    __slots__ = ("_buf", "address", "broken", "sock")
+    __slots__ = ("_buf", "address", "broken", "handoff", "sock")
 
     def __init__(self, sock: socket.socket, address: object) -> None:
         self.sock = sock
         self.address = address
         self._buf = bytearray()
         self.broken = False
+        self.handoff: Callable[[], bool] | None = None  # set by Server.hand_off: runs on a stream thread
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         self._buf += data
@@ -147,6 +151,9 @@ class Server:
         self._back: collections.deque[tuple[_Conn, bool]] = collections.deque()
         self._conns: set[_Conn] = set()
         self._pool = Pool(self.limits.workers, "httpd-worker")
+        self._streams = Pool(self.limits.stream_workers, "httpd-stream")
+        self._stream_lock = threading.Lock()
+        self._stream_count = 0
         self._stop = False
         self._closed = False
         self._loop_done = threading.Event()
@@ -180,7 +187,7 @@ class Server:
             self._sel.unregister(self.socket)
         self.socket.close()
         deadline = time.monotonic() + self.limits.drain_timeout
-        while self._pool.busy and time.monotonic() < deadline:
+        while (self._pool.busy or self._streams.busy) and time.monotonic() < deadline:
             time.sleep(0.01)
         self._take_back()
         for conn in list(self._conns):
@@ -190,6 +197,7 @@ class Server:
             else:
                 self._close(conn)
         self._pool.stop()
+        self._streams.stop()
         self._sel.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -197,6 +205,23 @@ class Server:
     @property
     def busy_workers(self) -> int:
         return self._pool.busy
+
+    @property
+    def streams(self) -> int:
+        """Long-lived streams running now (on the stream threads)."""
+        return self._stream_count
+
+    def hand_off(self, channel: Channel, run: Callable[[], bool]) -> bool:
+        """Run the rest of this request, a long-lived stream, on a stream thread instead of this
+        request worker, which is released as soon as the app returns. `run()` returns whether the
+        connection may carry another request. False (nothing changes) when all stream threads are
+        taken: the caller answers 503."""
+        with self._stream_lock:
+            if self._stream_count >= self.limits.stream_workers:
+                return False
+            self._stream_count += 1
+        channel.handoff = run
+        return True
 
     @property
     def connections(self) -> int:
@@ -375,10 +400,13 @@ class Server:
     def _work(self, conn: _Conn, request: Request) -> None:
         sock = conn.sock
         keep = False
+        channel = Channel(sock, conn.address)
         try:
             sock.settimeout(self.limits.write_timeout)
-            channel = Channel(sock, conn.address)
             keep = self._app(request, channel)
+            if channel.handoff is not None:  # a stream: it goes on elsewhere, this worker is free
+                self._streams.submit(self._stream, conn, request, channel)
+                return
             channel.flush()
             keep = keep and request.keep_alive and not channel.broken
         except OSError:
@@ -386,6 +414,33 @@ class Server:
         except Exception:
             log.exception("HTTP handler failed")
             keep = False
+        if channel.handoff is not None:  # the app failed after taking a stream thread's place
+            channel.handoff = None
+            with self._stream_lock:
+                self._stream_count -= 1
+        self._give_back(conn, keep)
+
+    def _stream(self, conn: _Conn, request: Request, channel: Channel) -> None:
+        keep = False
+        run = channel.handoff
+        assert run is not None
+        channel.handoff = None
+        try:
+            keep = run()
+            channel.flush()
+            keep = keep and request.keep_alive and not channel.broken
+        except OSError:
+            keep = False
+        except Exception:
+            log.exception("HTTP stream failed")
+            keep = False
+        finally:
+            with self._stream_lock:
+                self._stream_count -= 1
+        self._give_back(conn, keep)
+
+    def _give_back(self, conn: _Conn, keep: bool) -> None:
+        sock = conn.sock
         if not keep:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_WR)

@@ -24,11 +24,14 @@ from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.wire import jsonrpc, mcp
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 
 log = logging.getLogger("mcp_agent_kit.http")
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 SESSION_HEADER = "Mcp-Session-Id"
+STREAM_RETRY_AFTER = 5  # seconds, in the 503 when every stream thread is taken
+STREAM_POLL = 0.25  # how often a GET stream notices its session or the server closing
+HEARTBEAT_S = 15.0  # an SSE comment on a quiet GET stream, so a vanished client is noticed
 _SINGLE = SINGLE | {"mcp-protocol-version"}  # headers that must not repeat (smuggling, host confusion)
 
 
@@ -55,6 +58,7 @@ class McpHTTPServer(Server):
         idle_timeout: float = 30.0,
         session_ttl: float = 3600.0,
         max_connections: int = 16384,
+        max_streams: int = 256,
     ) -> None:
         self.dispatcher = dispatcher
         self.path = path
@@ -67,7 +71,7 @@ class McpHTTPServer(Server):
         limits = Limits(
             workers=max_workers, max_connections=max_connections, max_body=max_body,
             header_timeout=header_timeout, body_timeout=max(header_timeout, 30.0), idle_timeout=idle_timeout,
-            single_headers=_SINGLE,
+            single_headers=_SINGLE, stream_workers=max_streams,
         )
         super().__init__(address, McpRequestHandler.serve(self), limits)
 
@@ -87,7 +91,24 @@ class McpRequestHandler(Handler):
             self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
         ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
             self.close_connection = True
+        if self._long_lived():
+            if not self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
+                self.close_connection = True
+                self._json_error(503, INTERNAL_ERROR, "Service Unavailable: too many open streams",
+                                 {"Retry-After": str(STREAM_RETRY_AFTER)})
+                self.wfile.flush()
+            return
         super().run()
+
+    def _long_lived(self) -> bool:
+        """A GET stream or a subscriptions/listen: it runs on a stream thread, not a request worker."""
+        if self.command == "GET":
+            return True
+        return self.command == "POST" and b"subscriptions/listen" in self.rfile.getvalue()  # type: ignore[attr-defined]
+
+    def _run_stream(self) -> bool:
+        super().run()
+        return not self.close_connection
 
     def method_missing(self) -> None:
         self._plain(405, b"method not allowed", {"Allow": "GET, POST, DELETE"})
@@ -320,14 +341,24 @@ class McpRequestHandler(Handler):
             conflict = session.stream is not None and not session.stream.broken
             if not conflict:
                 exchange.start_stream()
+                exchange.queue_writes()  # pushes only queue (bounded); this thread writes them
                 session.stream = exchange
         if conflict:
             self._json_error(409, INVALID_REQUEST, "Conflict: this session already has a GET stream")
             return
         try:
-            while not (session.closed.wait(15.0) or self.server.closing.is_set()):
-                if not exchange.heartbeat():
+            quiet_since = time.monotonic()
+            while not (session.closed.is_set() or self.server.closing.is_set()):
+                written = exchange.pump(STREAM_POLL)
+                if written < 0:
                     break
+                now = time.monotonic()
+                if written:
+                    quiet_since = now
+                elif now - quiet_since >= HEARTBEAT_S:
+                    quiet_since = now
+                    if not exchange.heartbeat():
+                        break
         finally:
             if session.stream is exchange:
                 session.stream = None

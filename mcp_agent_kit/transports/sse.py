@@ -4,12 +4,18 @@ An Exchange is the Outbox of one POST (or a GET stream): the first notification 
 reply to `text/event-stream`, each message is one `event: message` and the final reply closes
 the stream. A failed write marks the client gone and sets the request's cancel flag (closing the
 stream is cancellation, digest §6), except on a resumable stream (sse_replay), whose events are
-kept for the client to fetch again. Rules: no protocol logic; writes are serialized by one lock;
-it never blocks on anything but the socket.
+kept for the client to fetch again. A long-lived stream (the handshake-era GET stream) switches
+to queued writes: `notify` from any thread only appends to a per-stream buffer of at most
+MAX_QUEUED_BYTES and never touches the socket; the stream's own thread `pump`s the buffer out. A
+consumer that falls a full buffer behind is cut off (`abort`), never slowing the notifier.
+Rules: no protocol logic; writes are serialized by one lock; it never blocks on anything but the
+socket, and in queued mode the notifier never blocks at all.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
     from mcp_agent_kit.transports.sse_replay import Stream
 
 Requester = Callable[["Exchange", str, dict[str, Any]], dict[str, Any]]
+MAX_QUEUED_BYTES = 1024 * 1024  # per queued stream: events waiting to be written; one more drops it
 
 
 class Exchange:
@@ -49,9 +56,16 @@ class Exchange:
         self._requester = requester
         self._stream = stream
         self._afterwards = afterwards  # where notifications go once this reply is over (a legacy task's)
+        self._queued: collections.deque[bytes] | None = None  # queued mode: frames pump() will write
+        self._queued_bytes = 0
+        self._queue_limit = MAX_QUEUED_BYTES
+        self._ready = threading.Condition(threading.Lock())
 
     # ---- Outbox ------------------------------------------------------------------------------
     def notify(self, message: dict[str, Any]) -> None:
+        if self._queued is not None:
+            self._enqueue(b"event: message\ndata: " + encode_reply(message) + b"\n\n")
+            return
         with self._lock:
             if self.sent:
                 if self._afterwards is not None:
@@ -77,6 +91,53 @@ class Exchange:
             if self.streaming and not self.broken and not self.sent:
                 self._write(b": keep-alive\n\n")
             return not self.broken
+
+    # ---- queued mode (a long-lived stream) ----------------------------------------------------------
+    def queue_writes(self, limit: int = MAX_QUEUED_BYTES) -> None:
+        """From now on `notify` only queues (at most `limit` bytes) and `pump` writes."""
+        self._queue_limit = limit
+        self._queued = collections.deque()
+
+    def _enqueue(self, frame: bytes) -> None:
+        with self._ready:
+            if self.broken or self.sent:
+                return
+            if self._queued_bytes + len(frame) > self._queue_limit:
+                overflow = True
+            else:
+                overflow = False
+                assert self._queued is not None
+                self._queued.append(frame)
+                self._queued_bytes += len(frame)
+                self._ready.notify()
+        if overflow:
+            self.abort()
+
+    def pump(self, timeout: float) -> int:
+        """Write what is queued, waiting up to `timeout` for something: frames written, -1 once gone."""
+        with self._ready:
+            queued = self._queued
+            assert queued is not None
+            if not queued and not self.broken:
+                self._ready.wait(timeout)
+            frames = list(queued)
+            queued.clear()
+            self._queued_bytes = 0
+        with self._lock:
+            for frame in frames:
+                self._write(frame)
+            return -1 if self.broken else len(frames)
+
+    def abort(self) -> None:
+        """Cut the connection now, from any thread (a consumer too far behind): even a write
+        blocked on the socket fails at once. Not resumable; a listen or GET stream just ends."""
+        self.broken = True
+        self.cancel.set()
+        self.handler.close_connection = True
+        with contextlib.suppress(OSError):
+            self.handler.connection.shutdown(socket.SHUT_RDWR)
+        with self._ready:
+            self._ready.notify_all()
 
     def start_stream(self) -> None:
         with self._lock:

@@ -1,0 +1,144 @@
+"""Acceptance edges of the shared engine: 320 clients at once on each server, SIGTERM mid-call.
+
+320 threads connect at the same moment (a barrier) and each makes one request with bounded
+timeouts: no resets, no timeouts, on the MCP and on the A2A server. A SIGTERM while a tool call
+runs lets it finish (the client gets its result) and the process exits 0. Readiness is a line
+the child writes, never a sleep.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_agent_kit.loader import load_target
+from tests.a2a.conftest import METRICS, call, user_message
+from tests.a2a.conftest import start as start_a2a
+from tests.http.conftest import META, MODERN
+from tests.http.conftest import start as start_mcp
+
+CLIENTS = 320
+DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"}
+
+
+def burst(port: int, path: str, body: bytes, headers: dict[str, str]) -> Counter[str]:
+    barrier = threading.Barrier(CLIENTS)
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            barrier.wait(30)
+            conn.request("POST", path, body, headers)
+            response = conn.getresponse()
+            response.read()
+            outcome = f"status {response.status}"
+        except (ConnectionResetError, BrokenPipeError, ConnectionRefusedError) as exc:
+            outcome = f"reset {type(exc).__name__}"
+        except TimeoutError:
+            outcome = "timeout"
+        except Exception as exc:  # every failure is counted, none is hidden
+            outcome = f"error {type(exc).__name__}"
+        finally:
+            conn.close()
+        with lock:
+            outcomes[outcome] += 1
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return outcomes
+
+
+def test_320_clients_at_once_on_the_mcp_server() -> None:
+    running = start_mcp(load_target(METRICS).dispatcher)
+    try:
+        outcomes = burst(running.port, "/mcp", json.dumps(DISCOVER).encode(), MCP_HEADERS)
+    finally:
+        running.server.shutdown()
+        running.server.server_close()
+    assert outcomes == Counter({"status 200": CLIENTS}), outcomes
+
+
+def test_320_clients_at_once_on_the_a2a_server() -> None:
+    server = start_a2a(load_target(METRICS))
+    try:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                   "params": {"message": user_message(call([1.0, 2.0]))}}
+        headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+        outcomes = burst(server.server_address[1], "/a2a", json.dumps(message).encode(), headers)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcomes == Counter({"status 200": CLIENTS}), outcomes
+
+
+SLOW_SERVER = '''
+import sys, time
+from mcp_agent_kit import Server
+
+server = Server("sigterm", "1.0.0")
+
+
+@server.tool
+def slow() -> str:
+    """Takes a second."""
+    print("call started", file=sys.stderr, flush=True)
+    time.sleep(1.0)  # the work in flight when SIGTERM arrives
+    return "finished"
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_finishes_the_call_in_flight(tmp_path: Path) -> None:
+    (tmp_path / "slow_server.py").write_text(SLOW_SERVER)
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_agent_kit", "serve", f"{tmp_path / 'slow_server.py'}:server",
+         "--http", "127.0.0.1:0"],
+        stderr=subprocess.PIPE, text=True, cwd=root,
+    )
+    try:
+        assert proc.stderr is not None
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
+        assert match
+        port = int(match.group(1))
+        result: dict[str, Any] = {}
+
+        def call_slow() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {}, "_meta": META}}
+            conn.request("POST", "/mcp", json.dumps(body),
+                         {**MCP_HEADERS, "Mcp-Method": "tools/call", "Mcp-Name": "slow"})
+            response = conn.getresponse()
+            result["status"], result["body"] = response.status, response.read()
+            conn.close()
+
+        caller = threading.Thread(target=call_slow, daemon=True)
+        caller.start()
+        assert "call started" in proc.stderr.readline()  # readiness: the tool is running
+        proc.send_signal(signal.SIGTERM)
+        caller.join(20)
+        assert result.get("status") == 200, result
+        assert json.loads(result["body"])["result"]["content"][0]["text"] == "finished"
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
