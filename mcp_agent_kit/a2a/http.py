@@ -16,9 +16,7 @@ import hashlib
 import ipaddress
 import json
 import logging
-import signal
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -28,6 +26,7 @@ from mcp_agent_kit.a2a.card import MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
+from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 
 log = logging.getLogger("mcp_agent_kit.a2a")
 CARD_PATHS = frozenset({"/.well-known/agent-card.json", "/.well-known/agent.json"})
@@ -332,16 +331,13 @@ def serve(
     max_body: int = MAX_BODY,
 ) -> int:
     """Serve until interrupted; returns the exit code."""
-    server = A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body)
-    log.info("A2A agent %r at %s", engine.agent.name, server.base_url)
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
-        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
+    def announce(server: A2AServer) -> None:
+        log.info("A2A agent %r at %s", engine.agent.name, server.base_url)
+
+    # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        return run_until_stopped(
+            lambda: A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body), announce
+        )
     finally:
-        server.server_close()
         engine.store.close()
-    return 0

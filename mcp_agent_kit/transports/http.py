@@ -12,7 +12,6 @@ Rules: protocol logic stays in the dispatcher; this module maps HTTP to it and b
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
+from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 from mcp_agent_kit.transports import http_headers
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.sse import Exchange
@@ -406,16 +406,9 @@ def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000
     """Serve until interrupted; returns the process exit code."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    server = make_server(dispatcher, host, port, **options)
-    bound_host, bound_port = server.server_address[:2]
-    log.warning("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM (docker stop, Kubernetes) stops accepting and lets serve_forever return: exit 0.
-        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
-    try:
-        server.serve_forever(poll_interval=0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    def announce(server: McpHTTPServer) -> None:
+        bound_host, bound_port = server.server_address[:2]
+        log.warning("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
+
+    # SIGTERM (docker stop, Kubernetes) stops accepting and lets serve_forever return: exit 0.
+    return run_until_stopped(lambda: make_server(dispatcher, host, port, **options), announce)

@@ -93,9 +93,9 @@ class Exchange:
             return not self.broken
 
     # ---- queued mode (a long-lived stream) ----------------------------------------------------------
-    def queue_writes(self, limit: int = MAX_QUEUED_BYTES) -> None:
+    def queue_writes(self, limit: int | None = None) -> None:
         """From now on `notify` only queues (at most `limit` bytes) and `pump` writes."""
-        self._queue_limit = limit
+        self._queue_limit = MAX_QUEUED_BYTES if limit is None else limit
         self._queued = collections.deque()
 
     def _enqueue(self, frame: bytes) -> None:

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from mcp_agent_kit import Server
 from mcp_agent_kit.core.listen import MAX_QUEUED, ListenExtension
 from tests.http.conftest import MODERN
@@ -211,7 +213,11 @@ def get_stream(port: int, session: str, rcvbuf: int | None = None) -> socket.soc
     return sock
 
 
-def test_a_stalled_get_stream_blocks_no_one(serve: Any) -> None:
+def test_a_stalled_get_stream_blocks_no_one(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small queue: the kernel's send buffer (megabytes on loopback) must not absorb the whole flood.
+    from mcp_agent_kit.transports import sse
+
+    monkeypatch.setattr(sse, "MAX_QUEUED_BYTES", 64 * 1024)
     server = make_server()
     running = serve(server.dispatcher)
     stalled = get_stream(running.port, legacy_session(running.port), rcvbuf=4096)
