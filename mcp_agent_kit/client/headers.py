@@ -53,7 +53,7 @@ def _walk(node: Any, path: tuple[str, ...], reachable: bool, found: dict[str, tu
         return True
     if "x-mcp-header" in node:
         name = node["x-mcp-header"]
-        if not reachable or not path or not isinstance(name, str) or not _TOKEN.match(name):
+        if not reachable or not path or not isinstance(name, str) or not _TOKEN.fullmatch(name):
             return False
         if node.get("type") not in _HEADER_TYPES or name.lower() in seen:
             return False

@@ -246,7 +246,7 @@ class Registry:
 
         handler = Handler.wrap(fn)
         tool_name = name or fn.__name__
-        if not TOOL_NAME.match(tool_name):
+        if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
         if input_schema is None:

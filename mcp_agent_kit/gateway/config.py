@@ -3,13 +3,18 @@
 Each entry is a stdio server (`command`, `args`, `env`, `cwd`) or a Streamable HTTP one (`url`,
 optional `headers`), plus our `allowLegacy`; the result is {alias: normalised spec}. Rules: plain
 data in, plain data out; a malformed file is one ConfigError naming the entry; no I/O beyond
-reading the file, no clients, no server.
+reading the file, no clients, no server. The file is read through safefile: a regular file
+(a FIFO or device is refused, not waited on) of at most MAX_CONFIG_BYTES.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from mcp_agent_kit.safefile import read_bytes
+
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
 
 
 class ConfigError(ValueError):
@@ -56,8 +61,7 @@ def parse_config(data: Any) -> dict[str, dict[str, Any]]:
 
 def load_config(path: str) -> dict[str, dict[str, Any]]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_bytes(path, limit=MAX_CONFIG_BYTES).decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     except ValueError as exc:

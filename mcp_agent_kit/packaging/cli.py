@@ -3,7 +3,9 @@
 Rules: parses arguments, calls the packaging modules and prints; holds no validation or
 generation logic of its own. Exit codes: 0 valid / done, 1 invalid / refused, 2 usage error; a
 user mistake is one stderr line (cli_common). `--out DIR` is the one output-directory flag
-(`skill new --dir` and `skill install --dest` stay as hidden aliases).
+(`skill new --dir` and `skill install --dest` stay as hidden aliases). `skill install` copies only
+a skill that validates (no symlink out, no special file, SKILL.md within its cap) and copies it
+with fsutil.copy_safe_tree, so the installed skill holds no symlink.
 ``python -m mcp_agent_kit.packaging.cli skill|plugin ...`` runs it without the kit's front door.
 """
 
@@ -18,9 +20,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcp_agent_kit.cli_common import Parser, alias, fail, prog
+from mcp_agent_kit.safefile import UnsafeFileError
 
 from .findings import Finding
-from .fsutil import TargetExistsError, copy_tree, install_tree
+from .fsutil import TargetExistsError, copy_safe_tree, install_tree
 from .plugin_build import BuildError, PluginSpec, build_plugin
 from .plugin_validate import validate_plugin
 from .skill_generate import GenerateError, render_skill, skeleton_skill, write_skill
@@ -90,17 +93,19 @@ def _skill_install(args: argparse.Namespace) -> int:
     if _missing([args.path]):
         return _no_such_path(args.path)
     source = Path(args.path)
-    source = source.parent if source.is_file() else source
+    source = source.parent if source.name.lower() == "skill.md" and not source.is_dir() else source
     report = validate_skill(source)
     if not report.valid or report.name is None:
         _print_findings(report.findings, sys.stderr)
         return fail(f"not installing an invalid skill: {source}", "fix the errors above first", INVALID)
     dest = Path(args.out) if args.out else Path.home() / ".claude" / "skills"
     try:
-        target = install_tree(lambda tmp: copy_tree(source, tmp), dest / report.name,
+        target = install_tree(lambda tmp: copy_safe_tree(source, tmp), dest / report.name,
                               force=args.force)
     except TargetExistsError as exc:
         return fail(str(exc), "give --force to replace it", INVALID)
+    except UnsafeFileError as exc:  # changed between the validation and the copy
+        return fail(f"not installing {source}: {exc} [{exc.rule}]", code=INVALID)
     print(f"Installed skill '{report.name}' to {target}")
     return OK
 

@@ -3,16 +3,26 @@
 Rules: standard library only; knows nothing about skills or plugins. A tree is built in a
 temporary sibling directory and renamed into place, so a reader never sees half a tree. An
 existing target is refused unless ``force`` is given; with ``force`` the old tree is moved aside
-first and deleted only after the new one is in place.
+first and deleted only after the new one is in place. ``scan_tree`` lists what makes a tree
+unsafe to copy (a symlink that leaves it, a symlink to a directory, a FIFO, device or socket,
+more than MAX_ENTRIES entries or MAX_TREE_BYTES of files); ``copy_safe_tree`` copies a tree
+that holds none of them, re-checking each file on its opened descriptor, and copies a symlink
+that stays inside as the regular file it points to, so the copy holds no symlink at all.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from mcp_agent_kit.safefile import UnsafeFileError, is_inside, kind_of, open_regular
+
+MAX_ENTRIES, MAX_TREE_BYTES = 10_000, 100 << 20  # kagent's package limits, also per skill
+_CHUNK = 1 << 16
 
 
 class TargetExistsError(FileExistsError):
@@ -68,3 +78,71 @@ def write_files(root: Path, files: dict[str, str]) -> None:
 def copy_tree(source: Path, destination: Path) -> None:
     """Copy a directory, keeping symlinks as symlinks (the validators judge where they point)."""
     shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
+
+
+def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str, str]]:
+    """(rule, relative path, message) for each entry that makes ``source`` unsafe to copy.
+
+    Symlinks must resolve inside ``root`` (default: ``source``) and to a regular file; special
+    files are refused; the walk stops at MAX_ENTRIES. Nothing is opened or followed.
+    """
+    bound = root if root is not None else source
+    found: list[tuple[str, str, str]] = []
+    entries, total, stack = 0, 0, [source]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as scan:
+                listing = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            found.append(("unreadable", os.path.relpath(directory, source), f"cannot list: {exc.strerror}"))
+            continue
+        for entry in listing:
+            entries += 1
+            if entries > MAX_ENTRIES:
+                found.append(("too-many-entries", ".", f"more than {MAX_ENTRIES} entries"))
+                return found
+            rel = os.path.relpath(entry.path, source)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                if not is_inside(entry.path, bound):
+                    found.append(("symlink-outside", rel, f"symlink {rel} points outside {bound.name or bound}"))
+                elif os.path.isdir(entry.path):
+                    found.append(("symlink-directory", rel, f"symlink {rel} points to a directory; "
+                                  "put the directory itself there"))
+                elif not os.path.isfile(entry.path):
+                    found.append(("special-file", rel, f"symlink {rel} points to nothing or to a special file"))
+            elif stat.S_ISDIR(mode):
+                if entry.name != ".git":
+                    stack.append(Path(entry.path))
+            elif stat.S_ISREG(mode):
+                total += entry.stat(follow_symlinks=False).st_size
+            else:
+                found.append(("special-file", rel, f"{rel} is a {kind_of(mode)}, not a regular file"))
+    if total > MAX_TREE_BYTES:
+        found.append(("tree-too-large", ".", f"regular files total {total} bytes, over the "
+                      f"{MAX_TREE_BYTES}-byte limit"))
+    return found
+
+
+def copy_safe_tree(source: Path, destination: Path, *, root: Path | None = None) -> None:
+    """Copy ``source`` into ``destination`` with no symlink and no special file (see the module rules).
+
+    Raises UnsafeFileError (rule id included) on the first thing ``scan_tree`` would refuse;
+    ``.git`` directories are left out.
+    """
+    problems = scan_tree(source, root=root)
+    if problems:
+        rule, _rel, message = problems[0]
+        raise UnsafeFileError(rule, message)
+    bound = root if root is not None else source
+    destination.mkdir(parents=True, exist_ok=True)
+    for directory, dirs, files in os.walk(source):  # never follows directory symlinks
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(directory, d)))
+        out_dir = destination / os.path.relpath(directory, source)
+        out_dir.mkdir(exist_ok=True)
+        for name in sorted(files):
+            fd = open_regular(os.path.join(directory, name), root=bound)
+            with os.fdopen(fd, "rb") as src, open(out_dir / name, "xb") as out:
+                shutil.copyfileobj(src, out, _CHUNK)
+                os.chmod(out.fileno(), stat.S_IMODE(os.fstat(src.fileno()).st_mode))

@@ -5,7 +5,8 @@ about servers, transports or the CLI. Verdicts follow the spec's failure boundar
 manifest rejects the plugin; a bad ``skills/`` or ``mcp.json`` invalidates that component type;
 a bad skill or server entry is skipped alone. kagent's package walk (10,000 entries, 100 MiB of
 regular files, ``.git`` skipped, every symlink inside the root) is a separate ``package``
-verdict. Field rules live in tables: field -> checker, transport type -> allowed keys.
+verdict. Field rules: tables of field -> checker. JSON files are read through safefile (regular,
+inside the root, <= MAX_JSON_BYTES); a FIFO, device or socket in the package fails the walk.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from mcp_agent_kit.safefile import is_inside, kind_of, read_bytes
 
 from .findings import ERROR, WARNING, Finding, errors, warnings
 from .skill_validate import SKILL_MD, validate_skill
@@ -36,6 +39,7 @@ HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 RESERVED_ENV = ("PLUGIN_ROOT", "PLUGIN_DATA")
 SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie", "x-api-key", "api-key")
 MAX_ENTRIES, MAX_BYTES = 10_000, 100 << 20
+MAX_JSON_BYTES = 1 << 20  # plugin.json, mcp.json, .claude-plugin/plugin.json: 1 MiB each
 DATA_SENTINEL = "/plugin-data-dir"
 
 OK, ABSENT, INVALID, REJECTED, SKIPPED = "ok", "absent", "invalid", "rejected", "skipped"
@@ -89,13 +93,10 @@ class _Reporter:
 
 
 def _inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve(strict=False).is_relative_to(root)
-    except (OSError, RuntimeError):
-        return False
+    return is_inside(path, root)
 
 
-def _load_json(path: Path) -> tuple[Any, str | None]:
+def _load_json(path: Path, root: Path) -> tuple[Any, str | None]:
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in pairs:
@@ -105,9 +106,10 @@ def _load_json(path: Path) -> tuple[Any, str | None]:
         return seen
 
     try:
-        return json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=no_duplicates), None
+        text = read_bytes(path, limit=MAX_JSON_BYTES, root=root).decode("utf-8")
+        return json.loads(text, object_pairs_hook=no_duplicates), None
     except (UnicodeDecodeError, ValueError, OSError) as exc:
-        return None, f"not valid JSON: {exc}"
+        return None, f"{'not readable' if isinstance(exc, OSError) else 'not valid JSON'}: {exc}"
 
 
 def _kind(value: object) -> str:
@@ -174,7 +176,7 @@ def _check_manifest(out: _Reporter, root: Path) -> dict[str, Any] | None:
     if not path.is_file():
         fatal("plugin.json is not a regular file")
         return None
-    manifest, problem = _load_json(path)
+    manifest, problem = _load_json(path, root)
     if problem or not isinstance(manifest, dict):
         fatal(f"plugin.json is {problem or 'not a JSON object'}")
         return None
@@ -239,7 +241,7 @@ def _check_skills(out: _Reporter, root: Path) -> None:
         if not skill_md.is_file():
             out.add(WARNING, "skill-not-found", f"{rel}/SKILL.md is not a regular file", rel)
             continue
-        report = validate_skill(child)
+        report = validate_skill(child, root=root)
         out.report.findings.extend(report.findings)
         out.report.skills[child_name] = OK if report.valid else SKIPPED
 
@@ -407,7 +409,7 @@ def _check_mcp(out: _Reporter, root: Path) -> None:
         return invalid("mcp.json resolves outside the plugin root")
     if not path.is_file():
         return invalid("mcp.json is not a regular file")
-    config, problem = _load_json(path)
+    config, problem = _load_json(path, root)
     if problem or not isinstance(config, dict):
         return invalid(f"mcp.json is {problem or 'not a JSON object'}")
     for key in sorted(set(config) - {"$schema", "mcpServers"}):
@@ -454,6 +456,8 @@ def _walk(out: _Reporter, root: Path) -> None:
                 stack.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False):
                 total += entry.stat(follow_symlinks=False).st_size
+            else:
+                bad(f"{rel} is a {kind_of(entry.stat(follow_symlinks=False).st_mode)}, not a regular file", rel)
         if entries > MAX_ENTRIES:
             return bad(f"more than {MAX_ENTRIES} filesystem entries", "")
     if total > MAX_BYTES:
@@ -464,7 +468,7 @@ def _check_claude_code(out: _Reporter, root: Path, manifest: dict[str, Any] | No
     path = root / ".claude-plugin" / "plugin.json"
     if not path.is_file() or manifest is None:
         return
-    claude, problem = _load_json(path)
+    claude, problem = _load_json(path, root)
     if problem or not isinstance(claude, dict):
         what = problem or "not an object"
         out.add(WARNING, "claude-code", f".claude-plugin/plugin.json is {what}",

@@ -6,6 +6,10 @@ skills-ref lets through (ASCII names, exact directory match, 1-500 character com
 flat string metadata, string allowed-tools, no angle brackets in descriptions, an exactly named
 SKILL.md) and warnings for long bodies and missing referenced files. ``strict`` adds the kit's
 design rules. Checks are tables: a rule id maps to its message, a field maps to its checker.
+Files are read through safefile: SKILL.md must be a regular file inside the skill of at most
+MAX_SKILL_MD_BYTES; a symlink leaving the skill (or, in a plugin, the plugin root), a symlink to
+a directory, a FIFO, device or socket anywhere in the skill, and a skill over fsutil's entry or
+byte limits are errors, so `skill install` refuses them.
 """
 
 from __future__ import annotations
@@ -16,14 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_agent_kit.safefile import UnsafeFileError
+from mcp_agent_kit.safefile import read_bytes as safe_read
+
 from . import frontmatter
 from .findings import ERROR, WARNING, Finding, errors, warnings
+from .fsutil import scan_tree
 
 SKILL_MD = "SKILL.md"
 ALLOWED_FIELDS = ("allowed-tools", "compatibility", "description", "license", "metadata", "name")
 REQUIRED_FIELDS = ("name", "description")
 MAX_NAME, MAX_DESCRIPTION, MAX_COMPATIBILITY, MAX_BODY_LINES = 64, 1024, 500, 500
 MIN_DESIGN_DESCRIPTION = 20
+MAX_SKILL_MD_BYTES = 1 << 20  # 1 MiB: a SKILL.md is loaded into a model's context whole
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 RULES: dict[str, str] = {
@@ -37,6 +46,17 @@ RULES: dict[str, str] = {
     "skill-md-case": "the file must be named exactly 'SKILL.md' (found '{found}'); Claude "
     "Code and Agent Plugins clients look for that exact name",
     "not-utf8": "SKILL.md is not valid UTF-8 ({detail})",
+    "skill-md-outside": "SKILL.md resolves outside the skill directory ({detail}); a host would "
+    "read a file the skill does not hold",
+    "skill-md-special": "SKILL.md is not a regular file ({detail})",
+    "skill-md-too-large": "SKILL.md is over the 1 MiB limit ({detail})",
+    "skill-md-unreadable": "SKILL.md cannot be read ({detail})",
+    "symlink-outside": "{detail}; a symlink must stay inside the skill",
+    "symlink-directory": "{detail}",
+    "special-file": "{detail}; a skill holds only directories and regular files",
+    "too-many-entries": "the skill has {detail}",
+    "tree-too-large": "the skill's {detail}",
+    "unreadable": "{detail}",
     "unknown-field": "Unexpected field in frontmatter: '{key}'. Only "
     + ", ".join(ALLOWED_FIELDS)
     + " are allowed; put client-specific data under metadata",
@@ -292,7 +312,7 @@ def find_skill_md(directory: Path) -> tuple[Path | None, str | None]:
 def _suggested_name(flat: Path) -> str:
     """The directory a flat NAME.md skill belongs in: its frontmatter name, else NAME as a skill name."""
     try:
-        data = frontmatter.read(flat.read_text(encoding="utf-8")).data
+        data = frontmatter.read(safe_read(flat, limit=MAX_SKILL_MD_BYTES).decode("utf-8")).data
     except (OSError, UnicodeDecodeError):
         data = None
     name = data.get("name") if data is not None else None
@@ -319,10 +339,18 @@ def _missing_skill_md(given: Path) -> Finding:
     return _finding("skill-md-missing", {}, str(given / SKILL_MD), None)
 
 
-def validate_skill(path: Path | str, *, strict: bool = False) -> SkillReport:
-    """Validate a skill directory (or a path to its SKILL.md) and collect every finding."""
+READ_RULES = {"symlink-outside": "skill-md-outside", "special-file": "skill-md-special",
+              "file-too-large": "skill-md-too-large"}
+
+
+def validate_skill(path: Path | str, *, strict: bool = False, root: Path | None = None) -> SkillReport:
+    """Validate a skill directory (or a path to its SKILL.md) and collect every finding.
+
+    Symlinks in the skill must stay inside ``root`` (default: the skill directory itself; a
+    plugin passes its own root).
+    """
     given = Path(path)
-    if given.is_file() and given.name.lower() == SKILL_MD.lower():
+    if given.name.lower() == SKILL_MD.lower() and os.path.lexists(given) and not given.is_dir():
         given = given.parent
     report = SkillReport(str(given))
     if not given.exists():
@@ -338,10 +366,19 @@ def validate_skill(path: Path | str, *, strict: bool = False) -> SkillReport:
     if odd_name is not None:
         report.findings.append(_finding("skill-md-case", {"found": odd_name}, str(skill_md), None))
     try:
-        text = skill_md.read_bytes().decode("utf-8")
+        text = safe_read(skill_md, limit=MAX_SKILL_MD_BYTES, root=root or given).decode("utf-8")
     except UnicodeDecodeError as exc:
         report.findings.append(_finding("not-utf8", {"detail": exc.reason}, str(skill_md), None))
         return report
+    except UnsafeFileError as exc:
+        rule = READ_RULES.get(exc.rule, "skill-md-unreadable")
+        report.findings.append(_finding(rule, {"detail": exc.message}, str(skill_md), None))
+        return report
+    except OSError as exc:
+        report.findings.append(_finding("skill-md-unreadable", {"detail": exc.strerror}, str(skill_md), None))
+        return report
+    for rule, rel, message in scan_tree(given, root=root):
+        report.findings.append(_finding(rule, {"detail": message}, str(given / rel), None))
     dir_name = Path(os.path.abspath(given)).name  # the name hosts see, even via a symlink
     found, data = validate_text(
         text, path=str(skill_md), dir_name=dir_name, root=given, strict=strict

@@ -3,7 +3,8 @@
 Each check is a row in a table: a name and a function returning (ok, detail) pairs, one line
 per finding. Rules: checks read the project and talk to its server (in-process for the core
 checks, as a subprocess for the era probe); only `--fix` writes, and only the generated skill
-and plugin directories.
+and plugin directories, never through a symlinked directory leading out of the project (refused
+with one line before anything is written). Names are matched with fullmatch.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcp_agent_kit.safefile import read_text
 from mcp_agent_kit.wire import mcp
 
 Finding = tuple[bool, str]
@@ -113,10 +115,10 @@ def tool_rule_violations(tool: dict[str, Any]) -> list[str]:
     from mcp_agent_kit.core.schema import SchemaError, compile_schema
 
     problems = []
-    if not TOOL_NAME.match(str(tool.get("name", ""))):
+    if not TOOL_NAME.fullmatch(str(tool.get("name", ""))):
         problems.append("name must match ^[A-Za-z0-9_.-]{1,128}$")
     description = str(tool.get("description") or "")
-    if not DESCRIPTION_FORM.match(description.strip()):
+    if not DESCRIPTION_FORM.fullmatch(description.strip()):
         problems.append('description must read "Use when X. Do not use for Y."')
     elif not 20 <= len(description) <= 1024:
         problems.append("description must be 20-1024 characters")
@@ -207,7 +209,7 @@ def check_skill(project: Project) -> list[Finding]:
         return [(False, f"{skill_dir.relative_to(project.root)}/SKILL.md is missing (run validate.py --fix)")]
     report = validate_skill(skill_dir, strict=True)
     findings: list[Finding] = [(False, str(f)) for f in report.findings if f.severity == "error"]
-    text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
+    text = read_text(skill_dir / "SKILL.md", root=project.root)
     stale = [tool["name"] for tool in project.tools() if f"`{tool['name']}`" not in text and tool["name"] not in text]
     if stale:
         findings.append((False, f"SKILL.md does not mention tool(s) {', '.join(stale)} (run validate.py --fix)"))
@@ -345,14 +347,15 @@ def fix(project: Project, description: str) -> tuple[list[str], list[str]]:
     replaced; a file you edited is kept (delete it to have it regenerated).
     """
     from mcp_agent_kit.scaffold.names import derive
-    from mcp_agent_kit.scaffold.render import ExistsError, packaging_files, write_project
+    from mcp_agent_kit.scaffold.render import ExistsError, packaging_files, refuse_outside, write_project
 
     names = derive(project.name)
     files = packaging_files(project.tools(), names, description)
     try:
         kept = write_project(files, project.root, force=True)
     except ExistsError:  # no manifest: only files that do not exist yet are safe to write
-        kept = [rel for rel in files if (project.root / rel).exists()]
+        refuse_outside(project.root, list(files))  # or a symlinked directory: one line, nothing written
+        kept = [rel for rel in files if os.path.lexists(project.root / rel)]
         missing = {rel: text for rel, text in files.items() if rel not in kept}
         for rel, text in missing.items():
             path = project.root / rel
@@ -385,7 +388,11 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
         return _report(args.json, [{"check": "server imports", "ok": False, "detail": import_failure(exc, root)}])
     if args.fix:
         description = str(project.server.instructions or project.server.description or name)
-        written, kept = fix(project, description)
+        try:
+            written, kept = fix(project, description)
+        except FileExistsError as exc:  # render.ExistsError: a symlinked directory leaves the project
+            print(f"validate.py --fix: {exc}", file=sys.stderr)
+            return 1
         for rel in written:
             print(f"wrote {rel}", file=sys.stderr)
         for rel in kept:

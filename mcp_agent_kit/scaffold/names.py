@@ -10,7 +10,7 @@ import keyword
 import re
 import sys
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*$")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*")  # fullmatch: `$` lets "x\n" through
 RESERVED = frozenset({"tools", "a2a", "mcp", "mcp_agent_kit", "test", "tests", "server", "validate", "setup"})
 
 
@@ -33,7 +33,7 @@ def derive(raw: str) -> Names:
     """Names for `raw`, or NameError_ saying why it is not acceptable."""
     if not raw or len(raw) > 64:
         raise NameError_("the name must be 1 to 64 characters")
-    if not raw.isascii() or not _NAME.match(raw):
+    if not raw.isascii() or not _NAME.fullmatch(raw):
         raise NameError_(
             f"{raw!r} is not a safe name: use letters and digits, words joined by '-' or '_', starting with a letter"
         )

@@ -34,7 +34,7 @@ def _is_sentinel(value: str) -> bool:
 
 def encode_value(value: str) -> str:
     """A header-safe form of value: plain when visible ASCII without edge whitespace, else base64."""
-    if _PLAIN.match(value) and value == value.strip() and not _is_sentinel(value):
+    if _PLAIN.fullmatch(value) and value == value.strip() and not _is_sentinel(value):
         return value
     return PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + SUFFIX
 

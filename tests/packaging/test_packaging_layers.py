@@ -10,7 +10,7 @@ from pathlib import Path
 import mcp_agent_kit.packaging as packaging
 
 PACKAGE_DIR = Path(packaging.__file__).parent
-ALLOWED_OURS = {"mcp_agent_kit.loader", "mcp_agent_kit.cli_common"}  # both standard-library only
+ALLOWED_OURS = {"mcp_agent_kit.loader", "mcp_agent_kit.cli_common", "mcp_agent_kit.safefile"}  # all stdlib only
 
 
 def test_packaging_imports_only_stdlib_and_itself() -> None:
