@@ -2,9 +2,11 @@
 
 Spawns the command with its args, env and cwd; a reader thread matches replies to waiting
 requests, hands notifications and (legacy) server requests to the client's callbacks, and a
-second thread keeps the last bytes of stderr for error messages. Close shuts down politely:
-stdin closed, a grace period, then terminate, then kill. Rules: no protocol decisions; peer
-failures become probe Failures ("exited", "timeout", "garbage"), never exceptions.
+second thread keeps the last bytes of stderr for error messages and logs its lines. Close shuts
+down politely: stdin closed, a grace period, then terminate, then kill. Rules: no protocol
+decisions; peer failures become probe Failures ("exited", "timeout", "garbage"), never
+exceptions; what the peer writes reaches the log only through its LineLimiter (client.loglimit:
+a bounded number of lines a second, each truncated), so a flooding peer cannot flood the log.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
+from mcp_agent_kit.client.loglimit import MAX_CHARS, LineLimiter
 from mcp_agent_kit.client.probe import Event, Failure, Reply
 from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_LINE = 16 * 1024 * 1024
 STDERR_KEEP = 16 * 1024
+LINE_KEEP = 4 * MAX_CHARS  # bytes of one stderr line kept for the log (it is cut to MAX_CHARS characters)
 
 
 class StdioChannel:
@@ -38,6 +42,7 @@ class StdioChannel:
         cwd: str | None = None,
         grace: float = 2.0,
         max_line: int = MAX_LINE,
+        label: str | None = None,
     ) -> None:
         self.command = command
         self.args = list(args)
@@ -56,6 +61,8 @@ class StdioChannel:
         self._stderr = bytearray()
         self._exit_note = ""
         self._started = False
+        # One bucket for both streams: stderr lines and non-JSON stdout lines, per peer.
+        self.log_limiter = LineLimiter(log, label or command)
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def describe(self) -> str:
@@ -107,6 +114,7 @@ class StdioChannel:
                 continue
         self._exit_note = "the connection was closed"
         self._fail_all(Failure("exited", self._exit_note))
+        self.log_limiter.flush()
 
     @property
     def pid(self) -> int | None:
@@ -195,26 +203,40 @@ class StdioChannel:
         elif incoming.kind == "request":
             threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
         else:
-            self._garbage(line[:120].decode("utf-8", "replace").strip())
+            self._garbage(line[: 4 * MAX_CHARS].decode("utf-8", "replace").strip())
 
     def _garbage(self, sample: str) -> None:
         if self.strict:
-            self._fail_all(Failure("garbage", f"the server wrote non-JSON-RPC output: {sample!r}"))
+            self._fail_all(Failure("garbage", f"the server wrote non-JSON-RPC output: {sample[:120]!r}"))
         else:
-            log.warning("%s wrote a line that is not JSON-RPC: %r", self.describe(), sample)
+            self.log_limiter.line(logging.WARNING, "wrote a line that is not JSON-RPC", repr(sample))
 
     def _answer(self, message: dict[str, Any]) -> None:
         reply = reply_to_request(self.on_request, message)
         self._write(reply)
 
     def _drain_stderr(self, stream: IO[bytes]) -> None:
+        """Keep stderr's tail (for error messages) and log its lines through the limiter."""
+        partial = bytearray()  # the line being read, at most LINE_KEEP bytes of it
         while True:
             try:
                 chunk = stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096)
             except (OSError, ValueError):
-                return
+                chunk = b""
             if not chunk:
+                if partial.strip():
+                    self._stderr_line(bytes(partial))
                 return
             self._stderr += chunk
             if len(self._stderr) > STDERR_KEEP:
                 del self._stderr[: len(self._stderr) - STDERR_KEEP]
+            *lines, rest = chunk.split(b"\n")
+            for piece in lines:
+                partial += piece[: max(0, LINE_KEEP - len(partial))]
+                if partial.strip():
+                    self._stderr_line(bytes(partial))
+                partial.clear()
+            partial += rest[: max(0, LINE_KEEP - len(partial))]
+
+    def _stderr_line(self, line: bytes) -> None:
+        self.log_limiter.line(logging.INFO, "stderr", line.decode("utf-8", "replace").rstrip())

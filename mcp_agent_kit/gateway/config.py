@@ -1,10 +1,12 @@
 """gateway.config: read the `mcpServers` file Claude Desktop and mcp.json use into backend specs.
 
 Each entry is a stdio server (`command`, `args`, `env`, `cwd`) or a Streamable HTTP one (`url`,
-optional `headers`), plus our `allowLegacy`; the result is {alias: normalised spec}. Rules: plain
-data in, plain data out; a malformed file is one ConfigError naming the entry; no I/O beyond
-reading the file, no clients, no server. The file is read through safefile: a regular file
-(a FIFO or device is refused, not waited on) of at most MAX_CONFIG_BYTES.
+optional `headers`), plus our `allowLegacy` and the backend's limits, `timeout` (seconds one
+request to it may take) and `maxInFlight` (calls to it at once); the result is {alias:
+normalised spec}, every key filled in (the defaults below). Rules: plain data in, plain data out;
+a malformed file is one ConfigError naming the entry; no I/O beyond reading the file, no clients,
+no server. The file is read through safefile: a regular file (a FIFO or device is refused, not
+waited on) of at most MAX_CONFIG_BYTES.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from typing import Any
 from mcp_agent_kit.safefile import read_bytes
 
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a backend may take to answer one request (a tool call, a list, a read)."""
+DEFAULT_MAX_IN_FLIGHT = 16
+"""Calls (tools, prompts, resources) one backend may have in flight at once through the gateway."""
 
 
 class ConfigError(ValueError):
@@ -33,6 +39,16 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
     return dict(value)
 
 
+def _limits(alias: str, spec: dict[str, Any]) -> dict[str, Any]:
+    timeout = spec.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
+        raise ConfigError(f"server {alias!r}: timeout must be a number of seconds, more than 0 and at most 86400")
+    most = spec.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT)
+    if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= 100_000:
+        raise ConfigError(f"server {alias!r}: maxInFlight must be a whole number from 1 to 100000")
+    return {"timeout": float(timeout), "maxInFlight": most}
+
+
 def parse_config(data: Any) -> dict[str, dict[str, Any]]:
     """{alias: normalised server spec} from a parsed mcpServers document."""
     servers = data.get("mcpServers") if isinstance(data, dict) else None
@@ -42,7 +58,7 @@ def parse_config(data: Any) -> dict[str, dict[str, Any]]:
     for alias, spec in servers.items():
         if not isinstance(spec, dict):
             raise ConfigError(f"server {alias!r}: expected an object")
-        entry: dict[str, Any] = {"allowLegacy": bool(spec.get("allowLegacy", False))}
+        entry: dict[str, Any] = {"allowLegacy": bool(spec.get("allowLegacy", False)), **_limits(str(alias), spec)}
         if isinstance(spec.get("url"), str):
             entry["url"] = spec["url"]
             entry["headers"] = _string_map(spec.get("headers", {}), f"server {alias!r} headers")

@@ -4,8 +4,10 @@ Backends (gateway.backend) are probed concurrently; their tools, prompts and res
 merged (client.merge) and registered on a `Server` as proxies with the backend's own schemas; the
 lists are offered (maybe empty) even while every backend is down, and follow the backends' list
 changes. A failing backend shows up as an isError result naming it, and is reconnected on its
-next use; one dead backend never takes the others down. Rules: builds a Server from client
-parts; no protocol logic of its own.
+next use; a backend down at start is retried with backoff and joins when it comes up. One dead,
+hung or flooding backend never takes the others down: its calls end within its timeout, calls
+beyond its in-flight limit fail at once (gateway.backend), its output is rate-limited in the log
+(client.loglimit). Rules: builds a Server from client parts; no protocol logic of its own.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.merge import merge_names, merge_uris
+from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
 from mcp_agent_kit.core.context import Context
-from mcp_agent_kit.gateway.backend import FAILURES, Backend
+from mcp_agent_kit.gateway.backend import FAILURES, RETRY_FIRST, RETRY_MOST, Backend
 from mcp_agent_kit.gateway.relay import Relay
 from mcp_agent_kit.server import Server
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -54,8 +57,12 @@ class Gateway:
         timeout: float = 5.0,
         separator: str = ".",
         name: str = "mcp-agent-kit-gateway",
+        retry_first: float = RETRY_FIRST,
+        retry_most: float = RETRY_MOST,
     ) -> None:
         self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
+        self.retry_first = retry_first
+        self.retry_most = retry_most
         self.separator = separator
         self.server = GatewayServer(name)
         self._conflicts: dict[str, list[str]] = {}
@@ -72,7 +79,8 @@ class Gateway:
 
     def start(self, *, follow: bool = True) -> None:
         """Probe every backend, register the merged namespace; with follow, keep it current when
-        a backend says one of its lists changed (our own clients then hear of it in turn)."""
+        a backend says one of its lists changed or a backend down at start comes up (retried with
+        backoff); our own clients then hear of it in turn."""
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
         for kind in ("tools", "prompts", "resources"):
@@ -84,6 +92,12 @@ class Gateway:
             for backend in self.backends.values():
                 backend.on_reconnect = self._reconnected
                 backend.watch(self._changed)
+                if backend.broken:
+                    threading.Thread(
+                        target=backend.retry, args=(self._closed,),
+                        kwargs={"first": self.retry_first, "most": self.retry_most},
+                        name=f"mcp-gateway-retry-{backend.alias}", daemon=True,
+                    ).start()
 
     def close(self) -> None:
         self._closed.set()
@@ -155,12 +169,16 @@ class Gateway:
             def forward(progress: float, total: float | None, message: str | None) -> None:
                 _gateway_context.progress(progress, total, message)
 
+            if not backend.admit():
+                return ToolResult([content.text(backend.busy())], is_error=True)
             relay = Relay(_gateway_context)
             try:
                 result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay.answerer)
             except FAILURES as exc:
                 relay.raise_pending()
                 return backend.failed(exc)
+            finally:
+                backend.release()
             relay.raise_pending()
             blocks = result.get("content")
             return ToolResult(
@@ -199,11 +217,14 @@ class Gateway:
         original = prompt["name"]
 
         def proxy(**arguments: Any) -> dict[str, Any]:
+            if not backend.admit():
+                raise RpcError(-32603, backend.busy())
             try:
                 return backend.use().get_prompt(original, {k: str(v) for k, v in arguments.items()})
             except PeerError as exc:
-                backend.broken = True
-                raise RpcError(-32603, f"backend {backend.alias!r} failed: {exc}") from exc
+                raise RpcError(-32603, backend.describe_failure(exc)) from exc
+            finally:
+                backend.release()
 
         arguments = prompt.get("arguments")
         self.server.add_prompt(
@@ -240,11 +261,14 @@ class Gateway:
     def _add_resource(self, backend: Backend, entry: dict[str, Any], uri: str) -> None:
         def proxy(**variables: str) -> list[dict[str, Any]]:
             concrete = _VARIABLE.sub(lambda m: variables.get(m.group(1).lstrip("+#./;?&"), ""), uri)
+            if not backend.admit():
+                raise RpcError(-32603, backend.busy())
             try:
                 result = backend.use().read_resource(concrete)
             except PeerError as exc:
-                backend.broken = True
-                raise RpcError(-32603, f"backend {backend.alias!r} failed: {exc}") from exc
+                raise RpcError(-32603, backend.describe_failure(exc)) from exc
+            finally:
+                backend.release()
             contents = result.get("contents")
             return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
 
