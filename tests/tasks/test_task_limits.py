@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -217,3 +218,38 @@ def test_a2a_tasks_run_on_a_bounded_pool_with_a_per_principal_quota() -> None:
     finally:
         gate.set()
     assert engine.pool.wait_idle(10.0)
+
+
+def test_stdio_eof_cancels_the_streams_2025_tasks() -> None:
+    import os
+
+    from mcp_agent_kit.transports.stdio import StdioTransport
+
+    server, _ = make_server()
+    legacy = server.dispatcher.extension("legacy-tasks")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    transport = StdioTransport(server.dispatcher, os.fdopen(in_r, "rb"), os.fdopen(out_w, "wb", buffering=0))
+    served = threading.Thread(target=transport.serve, daemon=True)
+    served.start()
+    writer, reader = os.fdopen(in_w, "wb", buffering=0), os.fdopen(out_r, "rb")
+
+    def send(message: dict[str, Any]) -> dict[str, Any]:
+        writer.write(json.dumps(message).encode() + b"\n")
+        return dict(json.loads(reader.readline())) if "id" in message else {}
+
+    send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+          "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for n in range(20):
+        reply = send({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
+                      "params": {"name": "until_cancelled", "arguments": {}, "task": {}}})
+        assert "task" in reply["result"], reply
+    records = legacy.tasks_of(transport.conn)
+    assert len(records) == 20
+    writer.close()  # EOF
+    served.join(5.0)
+    assert not served.is_alive()
+    assert {task.status for task in records} == {"cancelled"}
+    assert legacy.pool.wait_idle(1.0)
+    reader.close()
