@@ -88,6 +88,48 @@ def host_port(value: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_token_options(parser: Any, what: str = "HTTP") -> None:
+    """`--token TOKEN` (repeatable, one principal each) and `--tokens-file PATH` (JSON token -> principal)."""
+    parser.add_argument("--token", action="append", default=[], metavar="TOKEN",
+                        help=f"require `Authorization: Bearer TOKEN` ({what}); repeatable, one principal per token")
+    parser.add_argument("--tokens-file", metavar="PATH",
+                        help='a JSON object mapping each accepted token to its principal, e.g. {"s3cret": "alice"}')
+
+
+def token_principal(token: str) -> str:
+    """The principal of a token given without one: a short hash, never the token itself."""
+    import hashlib
+
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def tokens_from(args: Any, env: str | None = None,
+                principal: Callable[[str], str] = token_principal) -> dict[str, str]:
+    """token -> principal from `--token` (each its own `principal(token)`), `--tokens-file` and
+    `$env` (read only without --token). A tokens file that cannot be read or is not a JSON object
+    of non-empty strings is a CliError (exit 2).
+    """
+    import json
+
+    given: list[str] = list(args.token or [])
+    if not given and env and os.environ.get(env):
+        given = [os.environ[env]]
+    tokens = {token: principal(token) for token in given if token}
+    path = getattr(args, "tokens_file", None)
+    if path:
+        fix = 'give a JSON object mapping token to principal, e.g. {"s3cret": "alice"}'
+        try:
+            with open(path, encoding="utf-8") as handle:
+                mapping = json.loads(handle.read(1_048_577))
+        except (OSError, ValueError) as exc:
+            raise CliError(f"cannot read --tokens-file {path}: {exc}", fix, USAGE) from None
+        if not isinstance(mapping, dict) or not all(
+                isinstance(k, str) and k and isinstance(v, str) and v for k, v in mapping.items()):
+            raise CliError(f"--tokens-file {path} is not a JSON object of non-empty strings", fix, USAGE)
+        tokens.update(mapping)
+    return tokens
+
+
 def check_bindable(host: str, port: int) -> None:
     """Raise OSError now if HOST:PORT cannot be bound (in use, no such address), before slow start-up."""
     import socket

@@ -21,7 +21,9 @@ from mcp_agent_kit.core.extension import Extension
 from mcp_agent_kit.core.legacy_tasks import LegacyTasksExtension
 from mcp_agent_kit.core.listen import ListenExtension
 from mcp_agent_kit.core.registry import Registry
+from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskLimits
 from mcp_agent_kit.core.tasks import TasksExtension
+from mcp_agent_kit.core.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from mcp_agent_kit.testing import TestClient
@@ -29,11 +31,14 @@ if TYPE_CHECKING:
 Lifespan = Callable[[Any], Any]
 
 
-def default_extensions() -> list[Extension]:
+def default_extensions(task_limits: TaskLimits = DEFAULT_LIMITS) -> list[Extension]:
     """The extensions every Server offers, in every transport and in-process: subscriptions/listen,
-    the 2026-07-28 tasks extension (which pushes task changes to listen streams) and 2025-11-25's tasks."""
+    the 2026-07-28 tasks extension (which pushes task changes to listen streams) and 2025-11-25's tasks.
+    Both eras' tasks share one bounded worker pool of `task_limits.workers` threads."""
     listen = ListenExtension()
-    return [listen, TasksExtension(listen), LegacyTasksExtension()]
+    pool = WorkerPool(task_limits.workers)
+    return [listen, TasksExtension(listen, limits=task_limits, pool=pool),
+            LegacyTasksExtension(limits=task_limits, pool=pool)]
 
 
 def _open(fn: Lifespan, server: Server) -> tuple[Any, Callable[..., Any]]:
@@ -96,14 +101,16 @@ class Running:
 class Server(Registry):
     """An MCP server: register with `@server.tool`, `@server.resource`, `@server.prompt`, then `run()`."""
 
-    def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None, **options: Any) -> None:
+    def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None,
+                 task_limits: TaskLimits | None = None, **options: Any) -> None:
+        """task_limits: how many tasks are kept and run, per principal and overall (docs/limits.md)."""
         super().__init__(name, version, **options)
         self._lifespan_fn = lifespan
         self.lifespan_value: Any = None
         self._life_exit: Callable[..., Any] | None = None
         self._life_lock = threading.Lock()
         self._depth = 0
-        self.dispatcher = Dispatcher(self, default_extensions())
+        self.dispatcher = Dispatcher(self, default_extensions(task_limits or DEFAULT_LIMITS))
 
     # ---- lifespan ---------------------------------------------------------------------------
     def lifespan(self, fn: Lifespan) -> Lifespan:

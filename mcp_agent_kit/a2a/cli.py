@@ -1,4 +1,4 @@
-"""cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store PATH] [--token T] [--public-url URL]`.
+"""cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store PATH] [--token T]... [--tokens-file F]`.
 
 MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. `--host`/`--port`
 are the older spelling of `--http`, hidden from --help but still accepted. Rules: argument parsing
@@ -12,9 +12,20 @@ import argparse
 import logging
 
 from mcp_agent_kit.a2a.engine import Agent, TaskEngine
-from mcp_agent_kit.a2a.http import MAX_BODY, is_loopback, serve
+from mcp_agent_kit.a2a.http import MAX_BODY, is_loopback, principal_for, serve
 from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
-from mcp_agent_kit.cli_common import USAGE, Parser, alias, fail, host_port, listen_failed, port_number, prog
+from mcp_agent_kit.cli_common import (
+    USAGE,
+    Parser,
+    add_token_options,
+    alias,
+    fail,
+    host_port,
+    listen_failed,
+    port_number,
+    prog,
+    tokens_from,
+)
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8080
 
@@ -48,7 +59,7 @@ def parser() -> Parser:
     alias(parser, "--host", dest="host")  # older spelling, still used by generated projects
     alias(parser, "--port", dest="port", type=port_number)
     parser.add_argument("--store", metavar="PATH", help="keep tasks in this sqlite3 file (default: in memory)")
-    parser.add_argument("--token", action="append", default=[], help="require this bearer token (repeatable)")
+    add_token_options(parser, "JSON-RPC and REST")
     parser.add_argument("--public-url", metavar="URL", help="the base URL clients use, when behind a proxy")
     parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="N", help="largest request body in bytes")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
@@ -68,7 +79,8 @@ def main(argv: list[str]) -> int:
     if args.http and (hasattr(args, "host") or hasattr(args, "port")):
         cli.error("give either --http HOST:PORT or the older --host/--port, not both")
     host, port = bind_address(args)
-    if not is_loopback(host) and not args.token and not args.insecure:
+    tokens = tokens_from(args, principal=principal_for)
+    if not is_loopback(host) and not tokens and not args.insecure:
         cli.error(f"binding {host} exposes the agent to the network: give --token (or --insecure)")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     from mcp_agent_kit.loader import TargetError, load_target
@@ -82,6 +94,6 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
         return fail(f"cannot open the task store {args.store}: {exc}", "give --store a sqlite3 file (or none)", USAGE)
     try:
-        return serve(engine, host, port, tokens=args.token, public_url=args.public_url, max_body=args.max_body)
+        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

@@ -1,7 +1,9 @@
 """engine: runs A2A tasks — creation, continuation, cancellation, listing and event fan-out.
 
 An Agent decides what a message means (`accept`, which may refuse with an A2AError before any task
-exists) and does the work through a Job in a worker thread. Every state change passes the lifecycle
+exists) and does the work through a Job on a bounded core.worker_pool.WorkerPool (`workers`
+threads; more work waits in its queue, its task `submitted`), at most `max_running_per_owner`
+jobs per principal at once (more are refused with an Internal error). Every state change passes the lifecycle
 table; every event is published under one lock to each subscriber queue of its task, so all streams
 of a task see the same events in the same order, and a task outlives its streams. Rules: no sockets,
 no JSON encoding, no HTTP; results are plain ProtoJSON dicts.
@@ -30,6 +32,7 @@ from mcp_agent_kit.a2a.protocol import (
     now_iso,
 )
 from mcp_agent_kit.a2a.store import MemoryStore, StoreError, TaskStore, view
+from mcp_agent_kit.core.worker_pool import DEFAULT_WORKERS, WorkerPool
 
 log = logging.getLogger("mcp_agent_kit.a2a")
 Event = dict[str, Any]
@@ -37,6 +40,7 @@ Work = Callable[["Job"], None]
 _END: Event = {}
 KEEPALIVE: Event = {}  # yielded by an open-ended stream that has been idle for KEEPALIVE_S
 KEEPALIVE_S = 15.0
+TOO_MANY = "Internal error: too many unfinished tasks for this principal; try again later"
 
 
 class Agent:
@@ -133,10 +137,14 @@ class Job:
 class TaskEngine:
     """Tasks for one agent over one store."""
 
-    def __init__(self, agent: Agent, store: TaskStore | None = None, *, wait_timeout: float = 300.0) -> None:
+    def __init__(self, agent: Agent, store: TaskStore | None = None, *, wait_timeout: float = 300.0,
+                 workers: int = DEFAULT_WORKERS, max_running_per_owner: int = 1_000) -> None:
         self.agent = agent
         self.store: TaskStore = store if store is not None else MemoryStore()
         self.wait_timeout = wait_timeout
+        self.pool = WorkerPool(workers, name="a2a-task")
+        self.max_running_per_owner = max_running_per_owner
+        self._running: dict[str, int] = {}  # owner -> jobs queued or running
         self._lock = threading.RLock()
         self._subs: dict[str, list[queue.SimpleQueue[Event]]] = {}
         self._jobs: dict[str, Job] = {}
@@ -152,19 +160,24 @@ class TaskEngine:
         immediate = _flag(config, "returnImmediately", "return_immediately")
         history_length = _count(config, "historyLength", "history_length")
         check_media_types(message, self.agent.accepted_media_types())
-        job, snapshot = self._open(owner, message)
+        with self._lock:
+            if self._running.get(owner, 0) >= self.max_running_per_owner:
+                raise A2AError("Internal", TOO_MANY)
+            job, snapshot = self._open(owner, message)
+            self._running[owner] = self._running.get(owner, 0) + 1
         try:
             work = self.agent.accept(message, snapshot)
+            if job.task_id is not None:
+                self._continue(job)
+            elif immediate and not stream:
+                self._create(job)
         except BaseException:
             with self._lock:
+                self._ran(owner)
                 if job.task_id is not None:
                     self._jobs.pop(job.task_id, None)
             raise
-        if job.task_id is not None:
-            self._continue(job)
-        elif immediate and not stream:
-            self._create(job)
-        threading.Thread(target=self._run, args=(job, work), name="a2a-task", daemon=True).start()
+        self.pool.submit(lambda: self._run(job, work))  # waiting for a worker, the task stays submitted
         if stream:
             return self._drain(job.sink, job, lifecycle.is_final)
         return self._wait(job, immediate, history_length)
@@ -342,9 +355,18 @@ class TaskEngine:
             self._finish(job, "The agent stopped without finishing the task")
         finally:
             with self._lock:
+                self._ran(job.owner)
                 if job.task_id is not None and self._jobs.get(job.task_id) is job:
                     del self._jobs[job.task_id]
             job.sink.put(_END)
+
+    def _ran(self, owner: str) -> None:
+        """One of the owner's jobs ended (lock held)."""
+        left = self._running.get(owner, 1) - 1
+        if left:
+            self._running[owner] = left
+        else:
+            self._running.pop(owner, None)
 
     def _finish(self, job: Job, why: str) -> None:
         with self._lock:

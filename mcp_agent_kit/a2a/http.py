@@ -17,7 +17,7 @@ import ipaddress
 import json
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -62,7 +62,7 @@ class A2AServer(Server):
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        tokens: list[str] | None = None,
+        tokens: list[str] | Mapping[str, str] | None = None,
         public_url: str | None = None,
         max_body: int = MAX_BODY,
         max_workers: int = 128,
@@ -71,7 +71,8 @@ class A2AServer(Server):
         limits = Limits(workers=max_workers, max_body=max_body, drain_limit=8 * max_body)
         super().__init__((host, port), A2ARequestHandler.serve(self), limits)
         self.engine = engine
-        self.tokens = {token: principal_for(token) for token in tokens or []}
+        # a list: each token its own principal; a mapping: token -> principal (`--tokens-file`)
+        self.tokens = dict(tokens) if isinstance(tokens, Mapping) else {t: principal_for(t) for t in tokens or []}
         self.max_body = max_body
         self.bound = host
         actual = self.server_address[1]
@@ -326,7 +327,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
-    tokens: list[str] | None = None,
+    tokens: list[str] | Mapping[str, str] | None = None,
     public_url: str | None = None,
     max_body: int = MAX_BODY,
 ) -> int:

@@ -65,24 +65,45 @@ def matches(task: dict[str, Any], query: Query) -> bool:
 
 class MemoryStore:
     """Tasks in a dict. Finished tasks older than `ttl` seconds are evicted; at `max_tasks` the oldest
-    finished task makes room, and when every task is still running the insert is refused."""
+    finished task makes room, and at `max_per_owner` the owner's oldest finished task does (so one
+    principal's tasks never push out another's); when none has finished the insert is refused."""
 
-    def __init__(self, max_tasks: int = 10_000, ttl: float | None = 24 * 3600.0) -> None:
-        if max_tasks < 1:
-            raise ValueError("max_tasks must be at least 1")
+    def __init__(self, max_tasks: int = 10_000, ttl: float | None = 24 * 3600.0, max_per_owner: int = 1_000) -> None:
+        if max_tasks < 1 or max_per_owner < 1:
+            raise ValueError("max_tasks and max_per_owner must be at least 1")
         self.max_tasks = max_tasks
+        self.max_per_owner = max_per_owner
         self.ttl = ttl
         self._tasks: dict[str, dict[str, Any]] = {}
+        self._owned: dict[Any, dict[str, None]] = {}  # owner -> task ids, oldest first
         self._last_sweep = 0.0
 
     def insert(self, task: dict[str, Any]) -> None:
+        from mcp_agent_kit.a2a.lifecycle import TERMINAL
+
         if task["id"] in self._tasks:
             raise StoreError(f"task {task['id']} already exists")
+        owner = task.get("_owner")
+        mine = self._owned.setdefault(owner, {})
+        if len(mine) >= self.max_per_owner:
+            oldest = next((k for k in mine if self._tasks[k]["status"]["state"] in TERMINAL), None)
+            if oldest is None:
+                raise StoreError("this principal has too many unfinished tasks")
+            self._drop(oldest)
         self._evict()
         if len(self._tasks) >= self.max_tasks:
             raise StoreError("the task store is full of unfinished tasks")
         task["_updated"] = time.time()
         self._tasks[task["id"]] = task
+        self._owned.setdefault(owner, {})[task["id"]] = None
+
+    def _drop(self, task_id: str) -> None:
+        task = self._tasks.pop(task_id)
+        mine = self._owned.get(task.get("_owner"))
+        if mine is not None:
+            mine.pop(task_id, None)
+            if not mine:
+                del self._owned[task.get("_owner")]
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         return self._tasks.get(task_id)
@@ -106,6 +127,7 @@ class MemoryStore:
 
     def close(self) -> None:
         self._tasks.clear()
+        self._owned.clear()
 
     def _evict(self) -> None:
         from mcp_agent_kit.a2a.lifecycle import TERMINAL
@@ -117,8 +139,8 @@ class MemoryStore:
             for task_id in [
                 k for k, t in self._tasks.items() if t["status"]["state"] in TERMINAL and t["_updated"] < limit
             ]:
-                del self._tasks[task_id]
+                self._drop(task_id)
         if len(self._tasks) >= self.max_tasks:
             finished = sorted((t["_updated"], k) for k, t in self._tasks.items() if t["status"]["state"] in TERMINAL)
             for _, task_id in finished[: len(self._tasks) - self.max_tasks + 1]:
-                del self._tasks[task_id]
+                self._drop(task_id)

@@ -166,6 +166,14 @@ class Dispatcher:
         for extension in self.extensions:
             extension.close()
 
+    def end_connection(self, conn: Connection) -> None:
+        """A connection ended (HTTP session deleted, evicted or expired; stdio EOF): extensions that
+        keep per-connection state (`end_connection(conn)`, e.g. 2025-11-25 tasks) drop it."""
+        for extension in self.extensions:
+            ender = getattr(extension, "end_connection", None)
+            if ender is not None:
+                ender(conn)
+
     # ---- entry points -------------------------------------------------------------------------
     def handle(
         self,

@@ -8,21 +8,23 @@ pages through `tasks/list` and stops a task with `tasks/cancel`. A running task'
 the client as server→client requests tagged `io.modelcontextprotocol/related-task`, the task
 showing `input_required` meanwhile. Rules: no sockets; the Server composes a LegacyTasksExtension
 into its dispatcher; tasks belong to the connection (stdio stream or HTTP session) that created
-them, one core.task_table.TaskTable each, kept on the extension; this module renders the
-2025-11-25 shapes and never imports the 2026-07-28 extension (core.tasks).
+them and count against its principal's quota, in one core.task_table.TaskTable for all
+connections (so the limits hold overall); they run on a bounded core.worker_pool.WorkerPool,
+and are cancelled and dropped when their connection ends (`end_connection`: session DELETE,
+eviction or expiry, stdio EOF) or at their ttl; this module renders the 2025-11-25 shapes and
+never imports the 2026-07-28 extension (core.tasks).
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.context import InputBroker
 from mcp_agent_kit.core.extension import Contributions
-from mcp_agent_kit.core.task_table import TERMINAL, TaskRecord, TaskTable, policy_of
+from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TERMINAL, TaskLimits, TaskRecord, TaskTable, policy_of
+from mcp_agent_kit.core.worker_pool import WorkerPool
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
@@ -35,7 +37,6 @@ SINCE = mcp.LEGACY_TASKS_SINCE
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 POLL_MS = 500
 PAGE_SIZE = 50
-MAX_TASKS = 1000  # per connection
 
 
 def render(task: TaskRecord) -> dict[str, Any]:
@@ -55,9 +56,8 @@ def _announce(task: TaskRecord, snapshot: dict[str, Any]) -> None:
             logger().debug("could not announce task %s: %s", task.id, exc)
 
 
-def _new_table() -> TaskTable:
-    return TaskTable(render, max_live=MAX_TASKS, changed=_announce,
-                     too_many="Internal error: too many tasks on this connection",
+def _new_table(limits: TaskLimits) -> TaskTable:
+    return TaskTable(render, limits=limits, changed=_announce,
                      not_found=lambda task_id: "Failed to retrieve task: Task not found")
 
 
@@ -107,6 +107,9 @@ _HOOKS = _Hooks()
 
 
 def _work(tasks: TaskTable, task: TaskRecord, call: Call, tool: Any, arguments: dict[str, Any]) -> None:
+    if task.cancel.is_set():  # cancelled, expired or its session ended while it waited for a worker
+        tasks.move(task, "cancelled")
+        return
     try:
         result = methods.execute_tool(call, tool, arguments)
     except RpcError as exc:
@@ -127,10 +130,10 @@ class LegacyTasksExtension:
 
     name = "legacy-tasks"
 
-    def __init__(self) -> None:
+    def __init__(self, *, limits: TaskLimits = DEFAULT_LIMITS, pool: WorkerPool | None = None) -> None:
         self.registry: Any = None
-        self._tables: weakref.WeakKeyDictionary[Connection, TaskTable] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        self.table = _new_table(limits)
+        self.pool = pool if pool is not None else WorkerPool(limits.workers)
 
     def bind(self, dispatcher: Dispatcher) -> Contributions:
         self.registry = dispatcher.registry
@@ -146,12 +149,15 @@ class LegacyTasksExtension:
     def close(self) -> None:
         return None
 
-    def tasks_of(self, conn: Connection) -> TaskTable:
-        with self._lock:
-            found = self._tables.get(conn)
-            if found is None:
-                found = self._tables[conn] = _new_table()
-            return found
+    def tasks_of(self, conn: Connection) -> list[TaskRecord]:
+        """The connection's tasks, oldest first."""
+        return self.table.owned_by(conn)
+
+    def end_connection(self, conn: Connection) -> None:
+        """The connection ended (session deleted, evicted or expired; stdio EOF): cancel and drop its tasks."""
+        dropped = self.table.drop_owner(conn)
+        if dropped:
+            logger().debug("cancelled %d task(s) of a closed connection", len(dropped))
 
     # ---- tools/call with params.task ----------------------------------------------------------
     def intercept(self, call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
@@ -174,14 +180,13 @@ class LegacyTasksExtension:
             raise RpcError(INVALID_PARAMS, 'Invalid params: "task.ttl" must be a non-negative integer')
         limit = policy.ttl_ms
         ttl = limit if ttl is None else (ttl if limit is None else min(ttl, limit))
-        tasks = self.tasks_of(call.conn)
-        task = tasks.create(None, ttl)
+        tasks = self.table
+        task = tasks.create(call.conn, ttl, call.conn.principal)
         if call.out is not None:
             task.notify = call.out.notify
         work = call._replace(out=_TaskOutbox(call.out, tasks, task), cancel=task.cancel, task=_HOOKS)
         created = {"task": tasks.snapshot(task)}  # before the worker starts: the task is still working
-        threading.Thread(target=_work, args=(tasks, task, work, tool, arguments), name=f"mcp-task-{tool.name}",
-                         daemon=True).start()
+        self.pool.submit(lambda: _work(tasks, task, work, tool, arguments))  # queued: still `working`
         return created
 
     def annotate(self, call: Call, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -208,8 +213,7 @@ class LegacyTasksExtension:
     def _task(self, call: Call) -> tuple[TaskTable, TaskRecord]:
         if not offered(call):
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
-        tasks = self.tasks_of(call.conn)
-        return tasks, tasks.find(call.params.get("taskId"), None)
+        return self.table, self.table.find(call.params.get("taskId"), call.conn)
 
     def tasks_get(self, call: Call) -> dict[str, Any]:
         tasks, task = self._task(call)
@@ -229,7 +233,7 @@ class LegacyTasksExtension:
     def tasks_list(self, call: Call) -> dict[str, Any]:
         if not offered(call):
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
-        listed = self.tasks_of(call.conn).owned_by(None)
+        listed = self.table.owned_by(call.conn)
         start = methods._offset("tasks", call.params.get("cursor"), len(listed))
         result: dict[str, Any] = {"tasks": [render(task) for task in listed[start : start + PAGE_SIZE]]}
         if start + PAGE_SIZE < len(listed):

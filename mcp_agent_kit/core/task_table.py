@@ -9,10 +9,11 @@ found only by its owner; uuid and datetime are imported on first use (server sta
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
@@ -25,6 +26,24 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "cancelled": frozenset(),
 }
 DEFAULT_TTL_MS = 3_600_000
+
+
+class TaskLimits(NamedTuple):
+    """How many tasks a server keeps and runs (docs/limits.md); `Server(task_limits=...)`."""
+
+    max_tasks: int = 10_000  # kept at once, all principals: past it the oldest finished task is evicted
+    per_principal: int = 1_000  # kept at once per principal: past it that principal's oldest finished goes
+    running_per_principal: int = 1_000  # unfinished at once per principal: past it new tasks are refused
+    workers: int = 32  # threads running tasks; the rest wait in the queue, still `working`
+
+
+DEFAULT_LIMITS = TaskLimits()
+OWNER: Any = object()  # create()'s default principal: the task's owner
+
+REFUSALS = {  # why a task was refused -> the -32603 message (the spec defines no quota error)
+    "full": "Internal error: too many unfinished tasks on this server; try again later",
+    "running": "Internal error: too many unfinished tasks for this principal; try again later",
+}
 
 
 class TaskCancelled(Exception):
@@ -76,11 +95,12 @@ def now() -> str:
 class TaskRecord:
     """One task's state, whatever its era. Changed only under its table's lock."""
 
-    def __init__(self, owner: Any, ttl_ms: int | None) -> None:
+    def __init__(self, owner: Any, ttl_ms: int | None, principal: Any = None) -> None:
         import uuid  # lazily: uuid costs ~1.5 ms at server start, and tasks are rare
 
         self.id = str(uuid.uuid4())
-        self.owner = owner
+        self.owner = owner  # who may see it: the principal (2026-07-28) or the connection (2025-11-25)
+        self.principal = principal  # whose quota it counts against
         self.status = "working"
         self.message: str | None = None
         self.created = self.updated = now()
@@ -95,77 +115,130 @@ class TaskRecord:
         self.notify: Callable[[dict[str, Any]], None] | None = None  # where 2025-11-25 announces changes
 
     @property
+    def deadline(self) -> float | None:
+        return None if self.ttl_ms is None else self.born + self.ttl_ms / 1000
+
+    @property
     def expired(self) -> bool:
         return self.ttl_ms is not None and time.monotonic() - self.born > self.ttl_ms / 1000
 
 
 # ---- the table ---------------------------------------------------------------------------------
 class TaskTable:
-    """Tasks by id: created up to a limit, found by their owner only, forgotten when they expire.
+    """Tasks by id: created within the limits, found by their owner only, dropped at their ttl.
 
+    Finished tasks never block new ones: at a limit the oldest finished task (of the principal,
+    or of anyone for the overall limit) is evicted; only unfinished tasks can make a create fail.
     `render(task)` gives the era's wire shape; `changed(task, snapshot)` (optional) is told of
-    every transition, outside the lock, with the shape rendered under it.
+    every transition, outside the lock, with the shape rendered under it. A running task past its
+    ttl is cancelled and dropped by one reaper thread per table (started while deadlines exist).
     """
 
     def __init__(
         self,
         render: Callable[[TaskRecord], dict[str, Any]],
         *,
-        max_live: int,
-        too_many: str = "Internal error: too many tasks; try again later",
+        limits: TaskLimits = DEFAULT_LIMITS,
         not_found: Callable[[Any], str] = lambda task_id: f"Invalid params: unknown task {task_id!r}",
         changed: Callable[[TaskRecord, dict[str, Any]], None] | None = None,
     ) -> None:
         self.render = render
-        self.max_live = max_live
-        self.too_many = too_many
+        self.limits = limits
         self.not_found = not_found
         self.changed = changed
-        self.lock = threading.Condition()
+        shared = threading.RLock()
+        self.lock = threading.Condition(shared)
         self._tasks: dict[str, TaskRecord] = {}
+        self._by_owner: dict[Any, dict[str, None]] = {}
+        self._kept: dict[Any, int] = {}  # principal -> tasks kept
+        self._running: dict[Any, int] = {}  # principal -> unfinished tasks
+        self._finished: dict[str, None] = {}  # ids in the order they finished
+        self._finished_of: dict[Any, dict[str, None]] = {}
+        self._deadlines: list[tuple[float, str]] = []
+        self._reaper_wake = threading.Condition(shared)
+        self._reaping = False
 
-    def create(self, owner: Any, ttl_ms: int | None) -> TaskRecord:
-        self.sweep()
-        task = TaskRecord(owner, ttl_ms)
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def running(self, principal: Any) -> int:
         with self.lock:
-            if len(self._tasks) >= self.max_live:
-                raise RpcError(INTERNAL_ERROR, self.too_many)
+            return self._running.get(principal, 0)
+
+    def create(self, owner: Any, ttl_ms: int | None, principal: Any = OWNER) -> TaskRecord:
+        """A new `working` task, or -32603 when the principal (or everyone) has too many unfinished.
+        `principal` defaults to the owner (2026-07-28: the owner is the principal)."""
+        principal = owner if principal is OWNER else principal
+        task = TaskRecord(owner, ttl_ms, principal)
+        limits = self.limits
+        with self.lock:
+            self._expire_due()
+            if self._running.get(principal, 0) >= limits.running_per_principal:
+                raise RpcError(INTERNAL_ERROR, REFUSALS["running"])
+            if self._kept.get(principal, 0) >= limits.per_principal:
+                self._evict(self._finished_of.get(principal))
+            if len(self._tasks) >= limits.max_tasks:
+                self._evict(self._finished)
+            if len(self._tasks) >= limits.max_tasks or self._kept.get(principal, 0) >= limits.per_principal:
+                raise RpcError(INTERNAL_ERROR, REFUSALS["full"])
             self._tasks[task.id] = task
+            self._by_owner.setdefault(owner, {})[task.id] = None
+            self._kept[principal] = self._kept.get(principal, 0) + 1
+            self._running[principal] = self._running.get(principal, 0) + 1
+            deadline = task.deadline
+            if deadline is not None:
+                first = not self._deadlines or deadline < self._deadlines[0][0]
+                heapq.heappush(self._deadlines, (deadline, task.id))
+                if not self._reaping:
+                    self._reaping = True
+                    threading.Thread(target=self._reap, name="mcp-task-reaper", daemon=True).start()
+                elif first:
+                    self._reaper_wake.notify()
         return task
 
     def find(self, task_id: Any, owner: Any) -> TaskRecord:
         """The owner's task, or -32602 for unknown, expired or someone else's ids."""
-        self.sweep()
         with self.lock:
+            self._expire_due()
             task = self._tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None or task.owner != owner:
             raise RpcError(INVALID_PARAMS, self.not_found(task_id))
         return task
 
     def owned_by(self, owner: Any) -> list[TaskRecord]:
-        self.sweep()
+        """The owner's tasks, oldest first."""
         with self.lock:
-            return [task for task in self._tasks.values() if task.owner == owner]
+            self._expire_due()
+            return [self._tasks[task_id] for task_id in self._by_owner.get(owner, ())]
+
+    def drop_owner(self, owner: Any) -> list[TaskRecord]:
+        """The owner is gone (its session or stream ended): cancel and forget its tasks."""
+        with self.lock:
+            dropped = [self._tasks[task_id] for task_id in list(self._by_owner.get(owner, ()))]
+            for task in dropped:
+                self._remove(task)
+            self.lock.notify_all()
+        return dropped
 
     def sweep(self) -> None:
         """Forget the tasks whose ttl has passed, asking their work to stop."""
         with self.lock:
-            expired = [task for task in self._tasks.values() if task.expired]
-            for task in expired:
-                del self._tasks[task.id]
-                task.cancel.set()
-            if expired:
-                self.lock.notify_all()
+            self._expire_due()
 
     def move(self, task: TaskRecord, status: str, **fields: Any) -> bool:
         """Apply one transition from TRANSITIONS, setting fields; False (and no change) if not allowed."""
         with self.lock:
-            if status != task.status and status not in TRANSITIONS[task.status]:
+            before = task.status
+            if status != before and status not in TRANSITIONS[before]:
                 return False
             task.status = status
             for name, value in fields.items():
                 setattr(task, name, value)
             task.updated = now()
+            if status in TERMINAL and before not in TERMINAL and self._tasks.get(task.id) is task:
+                self._running[task.principal] -= 1
+                self._finished[task.id] = None
+                self._finished_of.setdefault(task.principal, {})[task.id] = None
             self.lock.notify_all()
             snapshot = self.render(task)
         if self.changed is not None:
@@ -188,3 +261,55 @@ class TaskTable:
     def wake(self) -> None:
         with self.lock:
             self.lock.notify_all()
+
+    # ---- under the lock ---------------------------------------------------------------------------
+    def _evict(self, finished: dict[str, None] | None) -> None:
+        """Drop the oldest task of `finished` (ids in the order they finished), if any."""
+        if finished:
+            self._remove(self._tasks[next(iter(finished))])
+
+    def _remove(self, task: TaskRecord) -> None:
+        if self._tasks.pop(task.id, None) is None:
+            return
+        principal = task.principal
+        owned = self._by_owner.get(task.owner)
+        if owned is not None:
+            owned.pop(task.id, None)
+            if not owned:
+                del self._by_owner[task.owner]
+        self._kept[principal] -= 1
+        if not self._kept[principal]:
+            del self._kept[principal]
+        if task.status in TERMINAL:
+            self._finished.pop(task.id, None)
+            mine = self._finished_of.get(principal)
+            if mine is not None:
+                mine.pop(task.id, None)
+                if not mine:
+                    del self._finished_of[principal]
+        else:
+            self._running[principal] -= 1
+            task.status = "cancelled"
+            task.message = task.message or "The task was cancelled: it expired or its session ended."
+            task.updated = now()
+        if not self._running.get(principal, 1):
+            del self._running[principal]
+        task.cancel.set()
+
+    def _expire_due(self) -> None:
+        deadlines, tasks, clock = self._deadlines, self._tasks, time.monotonic()
+        while deadlines and deadlines[0][0] <= clock:
+            _, task_id = heapq.heappop(deadlines)
+            task = tasks.get(task_id)
+            if task is not None:
+                self._remove(task)
+                self.lock.notify_all()
+
+    def _reap(self) -> None:
+        """One thread per table while deadlines exist: drop each task at its ttl."""
+        with self.lock:
+            while self._deadlines:
+                self._expire_due()
+                if self._deadlines:
+                    self._reaper_wake.wait(max(0.0, self._deadlines[0][0] - time.monotonic()))
+            self._reaping = False

@@ -5,8 +5,9 @@ at once with a CreateTaskResult; the tool keeps running on a worker thread, and 
 polls `tasks/get`, answers the tool's questions with `tasks/update` and asks for cooperative
 cancellation with `tasks/cancel`. A tool may also run an MRTR prelude first and detach later
 with `start_task(ctx)`. Rules: no sockets and no encoding; the Server composes a TasksExtension
-into its dispatcher (core.extension), which keeps the tasks in a core.task_table.TaskTable and
-renders their 2026-07-28 shape here; task ids are random UUIDs and a task is visible only to the
+into its dispatcher (core.extension), which keeps the tasks in a core.task_table.TaskTable (with
+its limits and per-principal quotas) and runs them on a core.worker_pool.WorkerPool (never a
+thread each), and renders their 2026-07-28 shape here; task ids are random UUIDs and a task is visible only to the
 principal that created it. 2025-11-25's tasks (core.legacy_tasks) share the table, not this module.
 """
 
@@ -21,16 +22,19 @@ from mcp_agent_kit.core.context import Context, InputBroker, capability_declared
 from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.core.task_table import (
+    DEFAULT_LIMITS,
     DEFAULT_TTL_MS,
     TERMINAL,
     TRANSITIONS,
     Policy,
     TaskCancelled,
+    TaskLimits,
     TaskRecord,
     TaskTable,
     policy_of,
     task_tool,
 )
+from mcp_agent_kit.core.worker_pool import WorkerPool
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from mcp_agent_kit.wire.mcp import MODERN
@@ -89,10 +93,11 @@ class TasksExtension:
     name = "tasks"
 
     def __init__(self, listen: ListenExtension | None = None, *, poll_ms: int = DEFAULT_POLL_MS,
-                 max_live: int = 10_000) -> None:
+                 limits: TaskLimits = DEFAULT_LIMITS, pool: WorkerPool | None = None) -> None:
         self.listen = listen
         self.poll_ms = poll_ms
-        self.table = TaskTable(lambda task: render(task, poll_ms), max_live=max_live, changed=self._push)
+        self.table = TaskTable(lambda task: render(task, poll_ms), limits=limits, changed=self._push)
+        self.pool = pool if pool is not None else WorkerPool(limits.workers)
         self.lock = self.table.lock
         self.registry: Any = None
         if listen is not None:
@@ -266,7 +271,7 @@ class TaskRun:
     def start(self) -> dict[str, Any]:
         if not self.policy.manual:
             self.detach()  # the task exists before the reply goes out
-        threading.Thread(target=self._work, name=f"mcp-task-{self.tool.name}", daemon=True).start()
+        self.store.pool.submit(self._work)  # a task waiting for a worker is `working`
         request_cancel = self.call.cancel
         while True:
             try:
@@ -289,6 +294,8 @@ class TaskRun:
         outcome: dict[str, Any] | None = None
         failure: RpcError | None = None
         try:
+            if self.cancel.is_set():  # cancelled (or expired) while it waited for a worker
+                raise TaskCancelled()
             worker = self.call._replace(out=_TaskOut(self), cancel=self.cancel, task=self)
             outcome = methods.execute_tool(worker, self.tool, self.arguments)
         except TaskCancelled:

@@ -19,7 +19,17 @@ import os
 import sys
 from typing import Any
 
-from mcp_agent_kit.cli_common import USAGE, Parser, check_bindable, fail, host_port, listen_failed, prog
+from mcp_agent_kit.cli_common import (
+    USAGE,
+    Parser,
+    add_token_options,
+    check_bindable,
+    fail,
+    host_port,
+    listen_failed,
+    prog,
+    tokens_from,
+)
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -80,7 +90,7 @@ def gateway_parser() -> Parser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     mode.add_argument("--http", metavar="HOST:PORT", type=host_port,
                       help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
-    parser.add_argument("--token", help="require this bearer token (HTTP)")
+    add_token_options(parser)
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
     return parser
@@ -100,6 +110,7 @@ def main_gateway(argv: list[str]) -> int:
     except ConfigError as exc:
         problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
         return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries')
+    tokens = tokens_from(args)  # a bad --tokens-file is a CliError, before any backend starts
     gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
     try:
         if not args.http:
@@ -109,7 +120,7 @@ def main_gateway(argv: list[str]) -> int:
         try:
             check_bindable(host, port)  # before starting the backends: a port in use fails fast
             gateway.start()
-            return gateway.server.serve_http(host, port, token=args.token)
+            return gateway.server.serve_http(host, port, tokens=tokens)
         except (OSError, OverflowError) as exc:
             return listen_failed(host, port, exc)
     finally:

@@ -9,10 +9,19 @@ exit code 2, a port that cannot be bound exit code 1, never a traceback.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from mcp_agent_kit.cli_common import USAGE, Parser, fail, host_port, listen_failed, prog
+from mcp_agent_kit.cli_common import (
+    USAGE,
+    CliError,
+    Parser,
+    add_token_options,
+    fail,
+    host_port,
+    listen_failed,
+    prog,
+    tokens_from,
+)
 from mcp_agent_kit.loader import TargetError, load_target
 
 DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024
@@ -24,7 +33,7 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--stdio", action="store_true", help="serve newline-delimited JSON-RPC on stdio (default)")
     mode.add_argument("--http", metavar="HOST:PORT", type=host_port,
                       help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
-    parser.add_argument("--token", help="require `Authorization: Bearer TOKEN` (HTTP); default $MCP_TOKEN")
+    add_token_options(parser, "HTTP; default $MCP_TOKEN")
     parser.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default /mcp)")
     parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                         help="also accept this Host header (repeatable; '*' for any; loopback names always pass)")
@@ -49,10 +58,13 @@ def serve(server: Any, args: argparse.Namespace, name: str) -> int:
     if not args.http:
         return int(server.serve_stdio(max_line_bytes=args.max_message))
     host, port = args.http
-    token = args.token or os.environ.get("MCP_TOKEN") or None
+    try:
+        tokens = tokens_from(args, "MCP_TOKEN")
+    except CliError as exc:
+        return fail(exc.problem, exc.fix, exc.code, name)
     try:
         return int(server.serve_http(
-            host, port, token=token, path=args.path, allowed_hosts=args.allow_host,
+            host, port, tokens=tokens, path=args.path, allowed_hosts=args.allow_host,
             allowed_origins=args.allow_origin, max_body=args.max_message, max_workers=args.workers,
         ))
     except (OSError, OverflowError) as exc:

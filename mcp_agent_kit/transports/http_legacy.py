@@ -114,6 +114,7 @@ class Sessions:
         if session is None:
             return False
         session.closed.set()
+        self.dispatcher.end_connection(session.conn)  # its 2025-11-25 tasks are cancelled and dropped
         for future in list(session.pending.values()):
             if not future.done():
                 future.set_exception(RpcError(INTERNAL_ERROR, "the session was closed"))

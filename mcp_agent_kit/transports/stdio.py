@@ -216,6 +216,7 @@ class StdioTransport:
     def _finish_input(self) -> None:
         """EOF (call with _state_lock held): fail pending client requests, wake the waiters."""
         self._eof = True
+        self.dispatcher.end_connection(self.conn)  # the stream's 2025-11-25 tasks are cancelled and dropped
         for future in self._pending.values():
             future.set_exception(RpcError(jsonrpc.INTERNAL_ERROR, "the client closed the connection"))
         self._drained.notify_all()
