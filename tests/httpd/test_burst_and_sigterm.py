@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -142,3 +145,100 @@ def test_sigterm_finishes_the_call_in_flight(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a2a_sigterm_finishes_the_task_in_flight(tmp_path: Path) -> None:
+    from tests.net import free_port, wait_listening
+
+    (tmp_path / "slow_server.py").write_text(SLOW_SERVER)
+    root = Path(__file__).resolve().parents[2]
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_agent_kit", "a2a", f"{tmp_path / 'slow_server.py'}:server",
+         "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE, text=True, cwd=root,
+    )
+    try:
+        wait_listening(port, proc)
+        assert proc.stderr is not None
+        result: dict[str, Any] = {}
+
+        def send_slow() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            message = user_message({"data": {"skill": "slow", "arguments": {}}})
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+            conn.request("POST", "/a2a", json.dumps(body), {"Content-Type": "application/json", "A2A-Version": "1.0"})
+            response = conn.getresponse()
+            result["status"], result["body"] = response.status, response.read()
+            conn.close()
+
+        sender = threading.Thread(target=send_slow, daemon=True)
+        sender.start()
+        while "call started" not in (line := proc.stderr.readline()):  # readiness: the tool is running
+            assert line, "the A2A server exited before the tool started"
+        proc.send_signal(signal.SIGTERM)
+        sender.join(20)
+        assert result.get("status") == 200, result
+        task = json.loads(result["body"])["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc for the server's CPU time")
+@pytest.mark.parametrize("command", ["serve", "a2a"])
+def test_out_of_descriptors_the_server_neither_spins_nor_stops_serving(command: str) -> None:
+    import resource
+
+    from tests.net import free_port, wait_listening
+
+    port = free_port()
+    root = Path(__file__).resolve().parents[2]
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_agent_kit", command, "examples/metrics_server.py:server",
+         "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.DEVNULL, cwd=root, preexec_fn=few_descriptors,
+    )
+    idle: list[socket.socket] = []
+    try:
+        wait_listening(port, proc)
+        for _ in range(300):  # far more than the server may hold: the rest wait in the backlog
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # half a head, then nothing
+            idle.append(sock)
+        before = _cpu_seconds(proc.pid)
+        started = time.monotonic()
+        deadline = started + 1.0
+        while time.monotonic() < deadline:  # a full second with every descriptor taken
+            assert proc.poll() is None
+            time.sleep(0.1)
+        spent = _cpu_seconds(proc.pid) - before
+        assert spent < 0.5, f"the server burned {spent:.2f} s of CPU in 1 s while out of descriptors"
+        for sock in idle[:200]:  # clients leave: the server must take the waiting ones and serve again
+            sock.close()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        if command == "serve":
+            body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
+            conn.request("POST", "/mcp", json.dumps(body), {**MCP_HEADERS, "Mcp-Method": "server/discover"})
+        else:
+            conn.request("GET", "/.well-known/agent-card.json")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        for sock in idle:
+            sock.close()
+        proc.terminate()
+        proc.wait(15)
