@@ -40,6 +40,7 @@ Work = Callable[["Job"], None]
 _END: Event = {}
 KEEPALIVE: Event = {}  # yielded by an open-ended stream that has been idle for KEEPALIVE_S
 KEEPALIVE_S = 15.0
+MAX_BEHIND = 1024  # events one subscriber may have unread; one more and its stream ends (memory stays bounded)
 TOO_MANY = "Internal error: too many unfinished tasks for this principal; try again later"
 
 
@@ -341,7 +342,14 @@ class TaskEngine:
             self._subs.pop(task["id"], None)
 
     def _publish(self, task_id: str, event: Event) -> None:
-        for sink in self._subs.get(task_id, ()):
+        subs = self._subs.get(task_id)
+        if not subs:
+            return
+        for sink in list(subs):
+            if sink.qsize() >= MAX_BEHIND:  # a stalled consumer: end its stream rather than grow without bound
+                subs.remove(sink)
+                sink.put(_END)
+                continue
             sink.put(event)
 
     # ---- running and waiting ----------------------------------------------------------------------

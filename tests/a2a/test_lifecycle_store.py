@@ -109,3 +109,27 @@ def test_memory_store_bound_and_ttl() -> None:
     time.sleep(0.05)
     short.insert(_task(2))
     assert short.get("t001") is None
+
+
+def test_a_subscriber_that_falls_behind_is_dropped_and_memory_stays_bounded() -> None:
+    import queue
+
+    from mcp_agent_kit.a2a import engine as engine_module
+    from mcp_agent_kit.a2a.engine import MAX_BEHIND, TaskEngine
+    from mcp_agent_kit.a2a.toolagent import ToolAgent
+    from tests.a2a import agents
+
+    engine = TaskEngine(ToolAgent(agents.server))
+    stalled: queue.SimpleQueue[dict[str, object]] = queue.SimpleQueue()
+    keeping_up: queue.SimpleQueue[dict[str, object]] = queue.SimpleQueue()
+    engine._subs["t1"] = [stalled, keeping_up]
+    received = 0
+    for n in range(5 * MAX_BEHIND):
+        engine._publish("t1", {"n": n})
+        assert stalled.qsize() <= MAX_BEHIND + 1
+        while not keeping_up.empty():
+            keeping_up.get()
+            received += 1
+    assert received == 5 * MAX_BEHIND and engine._subs["t1"] == [keeping_up]
+    events = [stalled.get() for _ in range(stalled.qsize())]
+    assert len(events) == MAX_BEHIND + 1 and events[-1] is engine_module._END  # its stream then ends
