@@ -75,11 +75,6 @@ def write_files(root: Path, files: dict[str, str]) -> None:
             handle.write(text)
 
 
-def copy_tree(source: Path, destination: Path) -> None:
-    """Copy a directory, keeping symlinks as symlinks (the validators judge where they point)."""
-    shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
-
-
 def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str, str]]:
     """(rule, relative path, message) for each entry that makes ``source`` unsafe to copy.
 

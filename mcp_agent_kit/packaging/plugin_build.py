@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_agent_kit.safefile import UnsafeFileError
+
 from .findings import errors
 from .frontmatter import read
-from .fsutil import copy_tree, install_tree, write_files
+from .fsutil import copy_safe_tree, install_tree, write_files
 from .plugin_validate import (
     MCP_SCHEMA,
     PLUGIN_SCHEMA,
@@ -157,15 +159,20 @@ def build_plugin(spec: PluginSpec, out: Path, *, force: bool = False) -> Path:
 
     def build(tmp: Path) -> None:
         write_files(tmp, plugin_files(spec))
-        for item in spec.include:
-            destination = tmp / item.name
-            if item.is_dir():
-                copy_tree(item, destination)
-            else:
-                shutil.copy2(item, destination)
-        _copy_command(spec, tmp)
-        for skill in spec.skill_dirs:
-            copy_tree(skill, tmp / "skills" / Path(os.path.abspath(skill)).name)
+        try:  # a directory is copied with no symlink that leaves it and no special file in it
+            for item in spec.include:
+                destination = tmp / item.name
+                if item.is_dir():
+                    copy_safe_tree(item, destination)
+                elif item.is_file():  # named on purpose: a link to a regular file is copied as that file
+                    shutil.copy2(item, destination)
+                else:
+                    raise BuildError(f"--include {item}: not a regular file or directory")
+            _copy_command(spec, tmp)
+            for skill in spec.skill_dirs:
+                copy_safe_tree(skill, tmp / "skills" / Path(os.path.abspath(skill)).name)
+        except UnsafeFileError as exc:
+            raise BuildError(f"refusing to package it: {exc}") from exc
         for files in spec.skill_files:
             name = _skill_dir_name(files)
             write_files(tmp / "skills" / name, dict(files))

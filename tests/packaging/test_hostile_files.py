@@ -204,3 +204,26 @@ def test_gateway_config_refuses_special_and_huge_files(tmp_path: Path, kind: str
     assert "ConfigError: cannot read" in done.stderr, done.stderr
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(str(config))
+
+
+def test_plugin_build_refuses_an_include_or_skill_with_a_symlink_out(tmp_path: Path) -> None:
+    from mcp_agent_kit.packaging.plugin_build import BuildError, PluginSpec, build_plugin
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n")
+    (docs / "leak.md").symlink_to(secret)
+    out = tmp_path / "pkg"
+    spec = PluginSpec(name="demo", description="A demo plugin.", url="http://127.0.0.1:8000/mcp", include=[docs])
+    with pytest.raises(BuildError, match="symlink"):
+        build_plugin(spec, out)
+    assert not out.exists()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(BuildError, match="not a regular file"):
+        build_plugin(PluginSpec(name="demo", url="http://127.0.0.1:8000/mcp", include=[fifo]), out)
+    assert not out.exists()
+    (docs / "leak.md").unlink()
+    assert (build_plugin(spec, out) / "docs" / "guide.md").read_text() == "# Guide\n"
