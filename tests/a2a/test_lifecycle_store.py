@@ -133,3 +133,28 @@ def test_a_subscriber_that_falls_behind_is_dropped_and_memory_stays_bounded() ->
     assert received == 5 * MAX_BEHIND and engine._subs["t1"] == [keeping_up]
     events = [stalled.get() for _ in range(stalled.qsize())]
     assert len(events) == MAX_BEHIND + 1 and events[-1] is engine_module._END  # its stream then ends
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_finished_tasks_make_room_and_only_unfinished_ones_refuse(kind: str, tmp_path: Path) -> None:
+    def make() -> TaskStore:
+        if kind == "memory":
+            return MemoryStore(max_tasks=6, max_per_owner=3)
+        return SqliteStore(str(tmp_path / "caps.db"), max_tasks=6, max_per_owner=3)
+
+    store = make()
+    for n in range(10):  # alice's finished tasks: her own oldest makes room each time
+        store.insert(_task(n, owner="alice"))
+    assert [store.get(f"t{n:03d}") is not None for n in range(10)] == [False] * 7 + [True] * 3
+    for n in range(10, 13):
+        store.insert(_task(n, state="TASK_STATE_WORKING", owner="bob"))
+    with pytest.raises(StoreError, match="unfinished"):
+        store.insert(_task(13, state="TASK_STATE_WORKING", owner="bob"))  # bob's own cap, all running
+    store.insert(_task(14, owner="carol"))  # the store is full: alice's oldest finished task goes
+    assert store.get("t007") is None and store.get("t014") is not None
+    if kind == "sqlite":  # the counts survive a restart
+        store.close()
+        again = make()
+        with pytest.raises(StoreError, match="unfinished"):
+            again.insert(_task(15, state="TASK_STATE_WORKING", owner="bob"))
+        again.close()
