@@ -75,12 +75,23 @@ def write_files(root: Path, files: dict[str, str]) -> None:
             handle.write(text)
 
 
-def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str, str]]:
+def scan_tree(
+    source: Path,
+    *,
+    root: Path | None = None,
+    dir_links: bool = False,
+    max_entries: int | None = None,
+    max_bytes: int | None = None,
+) -> list[tuple[str, str, str]]:
     """(rule, relative path, message) for each entry that makes ``source`` unsafe to copy.
 
-    Symlinks must resolve inside ``root`` (default: ``source``) and to a regular file; special
-    files are refused; the walk stops at MAX_ENTRIES. Nothing is opened or followed.
+    Symlinks must resolve inside ``root`` (default: ``source``) and to a regular file (or, with
+    dir_links, a directory); special files are refused; ``.git`` is not entered; the walk stops
+    at max_entries (default MAX_ENTRIES) and the regular files may total max_bytes (default
+    MAX_TREE_BYTES). Nothing is opened or followed. Shared by skills and plugin packages.
     """
+    max_entries = MAX_ENTRIES if max_entries is None else max_entries
+    max_bytes = MAX_TREE_BYTES if max_bytes is None else max_bytes
     bound = root if root is not None else source
     found: list[tuple[str, str, str]] = []
     entries, total, stack = 0, 0, [source]
@@ -94,8 +105,8 @@ def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str,
             continue
         for entry in listing:
             entries += 1
-            if entries > MAX_ENTRIES:
-                found.append(("too-many-entries", ".", f"more than {MAX_ENTRIES} entries"))
+            if entries > max_entries:
+                found.append(("too-many-entries", ".", f"more than {max_entries} filesystem entries"))
                 return found
             rel = os.path.relpath(entry.path, source)
             mode = entry.stat(follow_symlinks=False).st_mode
@@ -103,6 +114,8 @@ def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str,
                 if not is_inside(entry.path, bound):
                     found.append(("symlink-outside", rel, f"symlink {rel} points outside {bound.name or bound}"))
                 elif os.path.isdir(entry.path):
+                    if dir_links:
+                        continue
                     found.append(("symlink-directory", rel, f"symlink {rel} points to a directory; "
                                   "put the directory itself there"))
                 elif not os.path.isfile(entry.path):
@@ -114,9 +127,9 @@ def scan_tree(source: Path, *, root: Path | None = None) -> list[tuple[str, str,
                 total += entry.stat(follow_symlinks=False).st_size
             else:
                 found.append(("special-file", rel, f"{rel} is a {kind_of(mode)}, not a regular file"))
-    if total > MAX_TREE_BYTES:
+    if total > max_bytes:
         found.append(("tree-too-large", ".", f"regular files total {total} bytes, over the "
-                      f"{MAX_TREE_BYTES}-byte limit"))
+                      f"{max_bytes}-byte limit"))
     return found
 
 

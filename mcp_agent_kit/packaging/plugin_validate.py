@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcp_agent_kit.safefile import is_inside, kind_of, read_bytes
+from mcp_agent_kit.safefile import is_inside, read_bytes
 
 from .findings import ERROR, WARNING, Finding, errors, warnings
+from .fsutil import scan_tree
 from .skill_validate import SKILL_MD, validate_skill
 
 PLUGIN_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
@@ -90,10 +91,6 @@ class _Reporter:
     def add(self, severity: str, rule: str, message: str, rel: str) -> None:
         where = os.path.join(self.report.root, rel) if rel else self.report.root
         self.report.findings.append(Finding(severity, rule, message, where))
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return is_inside(path, root)
 
 
 def _load_json(path: Path, root: Path) -> tuple[Any, str | None]:
@@ -170,7 +167,7 @@ def _check_manifest(out: _Reporter, root: Path) -> dict[str, Any] | None:
     if not os.path.lexists(path):
         fatal("plugin.json is missing from the plugin root")
         return None
-    if not _inside(path, root):
+    if not is_inside(path, root):
         fatal("plugin.json resolves outside the plugin root")
         return None
     if not path.is_file():
@@ -213,7 +210,7 @@ def _check_skills(out: _Reporter, root: Path) -> None:
     if not os.path.lexists(base):
         return
     out.report.skills_component = OK
-    if not _inside(base, root) or not base.is_dir():
+    if not is_inside(base, root) or not base.is_dir():
         out.report.skills_component = INVALID
         where = "resolves outside the plugin root" if base.is_dir() else "is not a directory"
         out.add(ERROR, "skills-component", f"skills/ {where}; no skill is loaded", "skills")
@@ -225,7 +222,7 @@ def _check_skills(out: _Reporter, root: Path) -> None:
                 out.add(WARNING, "skill-flat-file", f"{rel} is ignored: a skill is a directory "
                         f"(skills/<name>/SKILL.md), not a flat file", rel)
             continue
-        names = os.listdir(child) if _inside(child, root) else [SKILL_MD]
+        names = os.listdir(child) if is_inside(child, root) else [SKILL_MD]
         if SKILL_MD not in names:
             odd = [n for n in names if n.lower() == SKILL_MD.lower()]
             hint = f"{odd[0]} is not discovered: the name must be exactly SKILL.md" if odd else (
@@ -233,7 +230,7 @@ def _check_skills(out: _Reporter, root: Path) -> None:
             out.add(WARNING, "skill-not-found", f"{rel}: {hint}", rel)
             continue
         skill_md = child / SKILL_MD
-        if not _inside(skill_md, root):
+        if not is_inside(skill_md, root):
             out.report.skills[child_name] = SKIPPED
             out.add(ERROR, "skill-outside", f"{rel}/SKILL.md resolves outside the plugin root; "
                     "skill skipped", rel)
@@ -264,7 +261,7 @@ def _check_command(value: object, root: Path) -> list[str]:
     if not value.startswith("./"):
         return []
     target = root / value[2:]
-    if not _inside(target, root):
+    if not is_inside(target, root):
         return [f"'command' {value!r} resolves outside the plugin root"]
     if not target.is_file():
         return [f"'command' {value!r} does not exist in the plugin"]
@@ -281,7 +278,7 @@ def _check_cwd(value: object, root: Path) -> list[str]:
         inside = posixpath.normpath(expanded).startswith(DATA_SENTINEL)
         return [] if inside else [f"'cwd' {value!r} escapes the plugin data directory"]
     target = Path(expanded) if value.startswith("${") else root / expanded
-    return [] if _inside(target, root) else [f"'cwd' {value!r} resolves outside the plugin root"]
+    return [] if is_inside(target, root) else [f"'cwd' {value!r} resolves outside the plugin root"]
 
 
 def _string_map(value: object, label: str) -> list[str]:
@@ -405,7 +402,7 @@ def _check_mcp(out: _Reporter, root: Path) -> None:
         out.report.mcp_component = INVALID
         out.add(ERROR, "mcp-component", message + "; MCP is disabled for this plugin", "mcp.json")
 
-    if not _inside(path, root):
+    if not is_inside(path, root):
         return invalid("mcp.json resolves outside the plugin root")
     if not path.is_file():
         return invalid("mcp.json is not a regular file")
@@ -430,38 +427,11 @@ def _check_mcp(out: _Reporter, root: Path) -> None:
 
 # -- package walk (kagent) -------------------------------------------------------------------
 def _walk(out: _Reporter, root: Path) -> None:
-    def bad(message: str, rel: str) -> None:
+    """kagent's package limits and no symlink that leaves the package (fsutil.scan_tree's walk)."""
+    problems = scan_tree(root, dir_links=True, max_entries=MAX_ENTRIES, max_bytes=MAX_BYTES)
+    for _rule, rel, message in problems:
         out.report.package = INVALID
-        out.add(ERROR, "package", message, rel)
-
-    entries, total, stack = 1, 0, [root]
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as scan:
-                listing = sorted(scan, key=lambda e: e.name)
-        except OSError as exc:
-            bad(f"cannot read {os.path.relpath(directory, root)}: {exc.strerror}", "")
-            continue
-        for entry in listing:
-            if entry.name == ".git" and entry.is_dir(follow_symlinks=False):
-                continue
-            entries += 1
-            rel = os.path.relpath(entry.path, root)
-            if entry.is_symlink():
-                target = Path(entry.path)
-                if not _inside(target, root) or not os.path.exists(target):
-                    bad(f"symlink {rel} points outside the plugin root or nowhere", rel)
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
-            else:
-                bad(f"{rel} is a {kind_of(entry.stat(follow_symlinks=False).st_mode)}, not a regular file", rel)
-        if entries > MAX_ENTRIES:
-            return bad(f"more than {MAX_ENTRIES} filesystem entries", "")
-    if total > MAX_BYTES:
-        bad(f"regular files total {total} bytes, over the {MAX_BYTES}-byte limit", "")
+        out.add(ERROR, "package", message, "" if rel == "." else rel)
 
 
 def _check_claude_code(out: _Reporter, root: Path, manifest: dict[str, Any] | None) -> None:
