@@ -1,10 +1,11 @@
-"""Test helpers for servers on local ports: a free port, and waiting until one listens."""
+"""Test helpers for servers on local ports: a free port, waiting until one listens, bounded polling."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -26,3 +27,13 @@ def wait_listening(port: int, proc: subprocess.Popen[Any] | None = None, timeout
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on port {port}")
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
+    """Poll a condition the code under test exposes (when there is no event to wait on), bounded."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

@@ -24,7 +24,8 @@ import pytest
 from mcp_agent_kit.loader import load_target
 from tests.a2a.conftest import METRICS, Live, start
 from tests.fuzzing import fuzz_seed as seed_from_environment
-from tests.http.test_fuzz_http import TIMEOUT, Conn, Pool, Response, http_request, random_json, sse_messages, wait_until
+from tests.http.test_fuzz_http import TIMEOUT, Conn, Pool, Response, http_request, random_json, sse_messages
+from tests.net import wait_until
 
 SEED = 20261208
 

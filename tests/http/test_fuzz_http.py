@@ -13,15 +13,14 @@ import json
 import random
 import socket
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_agent_kit import Context, Server
 from tests.fuzzing import fuzz_seed, random_json
 from tests.http.conftest import META, MODERN, start
+from tests.net import wait_until
 
 SEED = 20261207
 COUNT = 4_000
@@ -482,15 +481,6 @@ def remember_session(response: Response, sessions: list[str]) -> None:
     session = response.headers.get("mcp-session-id")
     if session and session not in sessions and len(sessions) < 50:
         sessions.append(session)
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_fuzz_http_never_fails_never_hangs_and_answers_each_id() -> None:

@@ -23,6 +23,7 @@ from mcp_agent_kit import Server
 from mcp_agent_kit.core.listen import MAX_QUEUED, ListenExtension
 from tests.http.conftest import MODERN
 from tests.http.test_http_legacy import INIT
+from tests.net import wait_until
 
 LISTEN_META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -51,14 +52,20 @@ def listen_request(port: int, notifications: dict[str, Any]) -> bytes:
             f"Mcp-Method: subscriptions/listen\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
 
 
-def open_stream(port: int, request: bytes, rcvbuf: int | None = None) -> tuple[socket.socket, bytes]:
-    """Send the request; return the socket once the head and the first event arrived (readiness)."""
+def _send(port: int, request: bytes, rcvbuf: int | None) -> socket.socket:
+    """A socket (with a small receive buffer when asked: a consumer that stalls) that sent request."""
     sock = socket.socket()
     if rcvbuf is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     sock.settimeout(10)
     sock.connect(("127.0.0.1", port))
     sock.sendall(request)
+    return sock
+
+
+def open_stream(port: int, request: bytes, rcvbuf: int | None = None) -> tuple[socket.socket, bytes]:
+    """Send the request; return the socket once the head and the first event arrived (readiness)."""
+    sock = _send(port, request, rcvbuf)
     got = b""
     while b"\r\n\r\n" not in got or (b"data:" not in got.split(b"\r\n\r\n", 1)[1] and b" 200 " in got[:13]):
         chunk = sock.recv(65536)
@@ -78,16 +85,6 @@ def tools_list(port: int) -> int:
     status = conn.getresponse().status
     conn.close()
     return status
-
-
-def until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll a condition the server exposes (no event to wait on), bounded."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def test_listen_streams_leave_the_request_workers_free(serve: Any) -> None:
@@ -175,8 +172,8 @@ def test_a_stalled_listen_is_dropped_and_memory_stays_bounded(serve: Any) -> Non
 
     elapsed = flood(emit, reader, 100_000)
     assert elapsed < 60  # the notifier never waited on the stalled socket
-    assert until(lambda: len(listen.subscribers()) == 1), "the stalled listener is still subscribed"
-    assert until(lambda: running.server.streams == 1), "the stalled listen still holds a stream thread"
+    assert wait_until(lambda: len(listen.subscribers()) == 1, 10), "the stalled listener is still subscribed"
+    assert wait_until(lambda: running.server.streams == 1, 10), "the stalled listen still holds a stream thread"
     stalled.close()
     healthy.close()
 
@@ -200,12 +197,7 @@ def legacy_session(port: int) -> str:
 def get_stream(port: int, session: str, rcvbuf: int | None = None) -> socket.socket:
     request = (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
                f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n").encode()
-    sock = socket.socket()
-    if rcvbuf is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    sock.settimeout(10)
-    sock.connect(("127.0.0.1", port))
-    sock.sendall(request)
+    sock = _send(port, request, rcvbuf)
     got = b""
     while b"\r\n\r\n" not in got:  # readiness: the stream's head (it is registered before it is sent)
         got += sock.recv(4096)
@@ -234,6 +226,6 @@ def test_a_stalled_get_stream_blocks_no_one(serve: Any, monkeypatch: pytest.Monk
 
     elapsed = flood(emit, reader, 40_000)
     assert elapsed < 60
-    assert until(lambda: running.server.streams == 1), "the stalled GET stream was not dropped"
+    assert wait_until(lambda: running.server.streams == 1, 10), "the stalled GET stream was not dropped"
     stalled.close()
     healthy.close()
