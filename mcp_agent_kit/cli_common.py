@@ -96,6 +96,14 @@ def add_token_options(parser: Any, what: str = "HTTP") -> None:
                         help='a JSON object mapping each accepted token to its principal, e.g. {"s3cret": "alice"}')
 
 
+def add_origin_options(parser: Any) -> None:
+    """`--allow-host HOST` and `--allow-origin ORIGIN` (both repeatable): the Host/Origin allowlists."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="also accept this Host header (repeatable; '*' for any; loopback names always pass)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also accept this Origin, e.g. https://app.example.com (repeatable)")
+
+
 def token_principal(token: str) -> str:
     """The principal of a token given without one: a short hash, never the token itself."""
     import hashlib

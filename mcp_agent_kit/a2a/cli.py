@@ -17,6 +17,7 @@ from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
     Parser,
+    add_origin_options,
     add_token_options,
     alias,
     fail,
@@ -61,6 +62,7 @@ def parser() -> Parser:
     parser.add_argument("--store", metavar="PATH", help="keep tasks in this sqlite3 file (default: in memory)")
     add_token_options(parser, "JSON-RPC and REST")
     parser.add_argument("--public-url", metavar="URL", help="the base URL clients use, when behind a proxy")
+    add_origin_options(parser)
     parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="N", help="largest request body in bytes")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     parser.add_argument("--verbose", action="store_true", help="log requests")
@@ -94,6 +96,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
         return fail(f"cannot open the task store {args.store}: {exc}", "give --store a sqlite3 file (or none)", USAGE)
     try:
-        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body)
+        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body,
+                     allowed_hosts=args.allow_host, allowed_origins=args.allow_origin)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

@@ -1,7 +1,8 @@
 """http: serves an A2A agent on the `httpd` engine — card, JSON-RPC, HTTP+JSON, SSE streams.
 
 Secure by default: loopback bind, Host and Origin checked by `httpd.gate` against loopback names
-(DNS rebinding; a public bind checks neither, as before), a body limit, and optional bearer tokens
+(DNS rebinding and CSRF; on every bind, a public one included, the card's host and `--allow-host`/`--allow-origin`
+values pass too), a body limit, and optional bearer tokens
 (each token is a principal; tasks are isolated per principal). The engine reads requests on its
 event loop (slow clients hold no thread) and runs these handlers on a bounded worker pool.
 JSON-RPC errors go out with HTTP 200; streams are `text/event-stream`, flushed per event, and the
@@ -17,7 +18,7 @@ import ipaddress
 import json
 import logging
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -34,6 +35,8 @@ RPC_PATH = "/a2a"
 REST_PATH = "/a2a/rest"
 MAX_BODY = 1 << 20
 _JSON_TYPES = ("application/json", "application/a2a+json")
+HOST_REFUSED = ("Host or Origin header not allowed: start the agent with --allow-host HOST or --allow-origin ORIGIN"
+                " (or --public-url URL)")
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -55,6 +58,18 @@ def principal_for(token: str) -> str:
     return "bearer:" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
+def own_names(bind: str, base_url: str) -> list[str]:
+    """The names a client may reach this agent by without being told: the card's host and, on a
+    wildcard bind, this machine's host names and their addresses."""
+    names = [urlsplit(base_url).hostname or ""]
+    if bind in ("", "0.0.0.0", "::"):
+        hostname = socket.gethostname()
+        names += [hostname, socket.getfqdn()]
+        with contextlib.suppress(OSError):
+            names += [str(info[4][0]) for info in socket.getaddrinfo(hostname, None)]
+    return [name for name in names if name]
+
+
 class A2AServer(Server):
     def __init__(
         self,
@@ -66,7 +81,11 @@ class A2AServer(Server):
         public_url: str | None = None,
         max_body: int = MAX_BODY,
         max_workers: int = 128,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
     ) -> None:
+        """allowed_hosts / allowed_origins: Host and Origin values accepted beyond the defaults
+        (loopback names, the bound address, the host of the card's URLs); "*" accepts any."""
         # an over-limit body up to 8x the limit is read away (on the loop), so the client sees the 413
         limits = Limits(workers=max_workers, max_body=max_body, drain_limit=8 * max_body)
         super().__init__((host, port), A2ARequestHandler.serve(self), limits)
@@ -78,12 +97,12 @@ class A2AServer(Server):
         actual = self.server_address[1]
         shown = socket.getfqdn() if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
         self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
-        public_host = urlsplit(public_url).hostname if public_url else None
-        anyone = None if is_loopback(host) else ["*"]  # a public bind checks neither Host nor Origin
+        # DNS-rebinding and CSRF protection on every bind, as on the MCP endpoint: the Host must name
+        # this agent (as its card does, or as given), an Origin must be one of those or allowed.
         self.policy = Policy(
             bind_host=host,
-            allowed_hosts=anyone or ([public_host] if public_host else []),
-            allowed_origins=anyone,
+            allowed_hosts=[*own_names(host, self.base_url), *allowed_hosts],
+            allowed_origins=allowed_origins,
             tokens=self.tokens,
         )
         interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
@@ -193,7 +212,7 @@ class A2ARequestHandler(Handler):
     def _gate(self, rpc: bool) -> str | None:
         if not self._host_ok():
             self.close_connection = True
-            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), rpc)
+            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), rpc)
             return None
         principal = self._principal()
         if principal is None:
@@ -232,7 +251,8 @@ class A2ARequestHandler(Handler):
 
     def _card(self) -> None:
         if not self._host_ok():
-            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), False)
+            self.close_connection = True
+            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), False)
             return
         body, etag, modified = self.server.card.current()
         headers = {"Cache-Control": f"public, max-age={MAX_AGE}", "ETag": etag, "Last_Modified": modified}
@@ -330,6 +350,8 @@ def serve(
     tokens: list[str] | Mapping[str, str] | None = None,
     public_url: str | None = None,
     max_body: int = MAX_BODY,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
 ) -> int:
     """Serve until interrupted; returns the exit code."""
     def announce(server: A2AServer) -> None:
@@ -338,7 +360,8 @@ def serve(
     # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
     try:
         return run_until_stopped(
-            lambda: A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body), announce
+            lambda: A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body,
+                              allowed_hosts=allowed_hosts, allowed_origins=allowed_origins), announce
         )
     finally:
         engine.store.close()

@@ -15,6 +15,7 @@ from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    add_origin_options,
     add_token_options,
     fail,
     host_port,
@@ -35,10 +36,7 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
                       help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
     add_token_options(parser, "HTTP; default $MCP_TOKEN")
     parser.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default /mcp)")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                        help="also accept this Host header (repeatable; '*' for any; loopback names always pass)")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="also accept this Origin, e.g. https://app.example.com (repeatable)")
+    add_origin_options(parser)
     parser.add_argument("--max-message-bytes", "--max-body", dest="max_message", type=int, default=DEFAULT_MAX_MESSAGE,
                         metavar="N", help="largest message: a stdio line or an HTTP body (default 4 MiB)")
     parser.add_argument("--workers", type=int, default=64, metavar="N", help="most HTTP connections served at once")

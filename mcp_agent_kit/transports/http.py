@@ -29,6 +29,7 @@ from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_R
 log = logging.getLogger("mcp_agent_kit.http")
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 SESSION_HEADER = "Mcp-Session-Id"
+STREAM, RELAYED = "stream", "relayed"  # what runs on the engine's stream threads (_long_lived)
 STREAM_RETRY_AFTER = 5  # seconds, in the 503 when every stream thread is taken
 STREAM_POLL = 0.25  # how often a GET stream notices its session or the server closing
 HEARTBEAT_S = 15.0  # an SSE comment on a quiet GET stream, so a vanished client is noticed
@@ -68,6 +69,7 @@ class McpHTTPServer(Server):
         self.idle_timeout = idle_timeout
         self.sessions = Sessions(dispatcher, idle_ttl=session_ttl)
         self.closing = threading.Event()
+        self.relayed_markers = tuple(b'"%s"' % m.encode() for m in sorted(dispatcher.registry.relayed_methods))
         limits = Limits(
             workers=max_workers, max_connections=max_connections, max_body=max_body,
             header_timeout=header_timeout, body_timeout=max(header_timeout, 30.0), idle_timeout=idle_timeout,
@@ -91,8 +93,13 @@ class McpRequestHandler(Handler):
             self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
         ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
             self.close_connection = True
-        if self._long_lived():
-            if not self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
+        waits = self._long_lived()
+        if waits:
+            if self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
+                return
+            if waits == RELAYED:  # every stream thread taken: run here, as any other call
+                super().run()
+            else:
                 self.close_connection = True
                 self._json_error(503, INTERNAL_ERROR, "Service Unavailable: too many open streams",
                                  {"Retry-After": str(STREAM_RETRY_AFTER)})
@@ -100,11 +107,18 @@ class McpRequestHandler(Handler):
             return
         super().run()
 
-    def _long_lived(self) -> bool:
-        """A GET stream or a subscriptions/listen: it runs on a stream thread, not a request worker."""
+    def _long_lived(self) -> str | None:
+        """What runs on a stream thread, not a request worker: a GET stream or a subscriptions/listen
+        (STREAM), or a call the server relays to another server, which may wait on it (RELAYED).
+        Bytes are matched, not parsed: a false match only moves a request to another thread."""
         if self.command == "GET":
-            return True
-        return self.command == "POST" and b"subscriptions/listen" in self.rfile.getvalue()  # type: ignore[attr-defined]
+            return STREAM
+        if self.command != "POST":
+            return None
+        body = self.rfile.getvalue()  # type: ignore[attr-defined]
+        if b"subscriptions/listen" in body:
+            return STREAM
+        return RELAYED if any(marker in body for marker in self.server.relayed_markers) else None
 
     def _run_stream(self) -> bool:
         super().run()
