@@ -165,6 +165,19 @@ MUTANTS = [
     Mutant("14 project name: match with $", "mcp_agent_kit/scaffold/names.py",
            "not _NAME.fullmatch(raw)", "not re.match(_NAME.pattern + '$', raw)",
            ("tests/scaffold/test_hostile_paths.py",)),
+    Mutant("14 idle, half-sent heads and slow bodies held forever", "mcp_agent_kit/httpd/engine.py",
+           "for conn in [c for c in self._conns if c.state != WORK and c.deadline <= now]:",
+           "for conn in [c for c in self._conns if c.state == LINGER and c.deadline <= now]:",
+           ("tests/httpd/test_engine.py::test_idle_header_and_body_timeouts_close_the_connection",)),
+    Mutant("14 SIGTERM kills the call in flight", "mcp_agent_kit/httpd/lifecycle.py",
+           "previous = signal.signal(signal.SIGTERM, on_sigterm)", "previous = signal.getsignal(signal.SIGTERM)",
+           ("tests/httpd/test_burst_and_sigterm.py::test_sigterm_finishes_the_call_in_flight",)),
+    Mutant("14 GET stream buffer unbounded", "mcp_agent_kit/transports/sse.py",
+           "if self._queued_bytes + len(frame) > self._queue_limit:", "if False:",
+           ("tests/http/test_streams.py::test_a_stalled_get_stream_blocks_no_one",)),
+    Mutant("14 2025 tasks outlive their session", "mcp_agent_kit/core/legacy_tasks.py",
+           "        dropped = self.table.drop_owner(conn)\n", "        dropped = []\n",
+           ("tests/tasks/test_task_limits.py::test_deleting_a_session_cancels_its_300_running_tasks_and_frees_their_workers",)),
 ]
 
 
