@@ -33,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"wire"},
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
     "client": {"client", "wire"},
+    # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
+    "auth": {"auth"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile"},
 }
