@@ -54,14 +54,6 @@ def authorization_server_metadata(issuer: str, fetch: Fetch = urllib_fetch) -> d
     raise ValueError(f"no authorization server metadata for {issuer}: " + "; ".join(problems))
 
 
-def discover_jwks_uri(issuer: str, fetch: Fetch = urllib_fetch) -> str:
-    """The `jwks_uri` of an issuer's metadata."""
-    uri = authorization_server_metadata(issuer, fetch).get("jwks_uri")
-    if not isinstance(uri, str):
-        raise ValueError(f"the metadata of {issuer} has no jwks_uri")
-    return uri
-
-
 def protected_resource_document(resource: str, authorization_servers: list[str], scopes: list[str],
                                 name: str | None = None) -> bytes:
     """The RFC 9728 document a resource server serves about itself."""

@@ -13,6 +13,7 @@ network of its own (auth.tokens holds those).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_agent_kit.auth.metadata import PRM_SUFFIX, protected_resource_document, well_known
@@ -37,8 +38,11 @@ class ProtectedResource:
     """One protected endpoint (see the module docstring)."""
 
     def __init__(self, validator: TokenValidator, *, resource: str, authorization_servers: Iterable[str],
-                 scopes: Iterable[str] = (), name: str | None = None) -> None:
+                 scopes: Iterable[str] = (), name: str | None = None,
+                 server_metadata: dict[str, Any] | None = None) -> None:
+        """server_metadata: the authorization server's RFC 8414 document, when it was fetched."""
         self.validator = validator
+        self.server_metadata = server_metadata
         self.resource = resource
         self.authorization_servers = list(authorization_servers)
         self.scopes = list(scopes)

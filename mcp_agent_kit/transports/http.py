@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any
 
+from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
+from mcp_agent_kit.auth.settings import OAuthSettings
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
@@ -77,6 +79,13 @@ class McpHTTPServer(Server):
         )
         super().__init__(address, McpRequestHandler.serve(self), limits)
 
+    @property
+    def url(self) -> str:
+        """http://HOST:PORT/PATH as bound (a wildcard bind shows as 127.0.0.1)."""
+        host, port = self.server_address[:2]
+        host = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}{self.path}"
+
     def server_close(self) -> None:
         self.closing.set()
         self.dispatcher.close()
@@ -93,6 +102,13 @@ class McpRequestHandler(Handler):
             self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
         ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
             self.close_connection = True
+        oauth = self.server.policy.oauth
+        path = self.path.partition("?")[0]
+        if oauth is not None and self.command in ("GET", "HEAD") and path in oauth.metadata_paths:
+            public = {"Access-Control-Allow-Origin": "*", "Cache-Control": "public, max-age=300"}
+            self._plain(200, oauth.document, public, "application/json")  # RFC 9728: before any token check
+            self.wfile.flush()
+            return
         waits = self._long_lived()
         if waits:
             if self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
@@ -168,16 +184,14 @@ class McpRequestHandler(Handler):
             self.close_connection = True
             self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
             return False, None
-        if not policy.auth_required:
-            return True, None
-        principal = policy.principal(self.headers.get("Authorization"))
-        if principal is None:
+        try:
+            return True, policy.authorize(self.headers.get("Authorization"))
+        except Refusal as refused:
             self.close_connection = True
-            error = "invalid_token" if self.headers.get("Authorization") else "invalid_request"
-            self._json_error(401, INVALID_REQUEST, "Unauthorized: a valid bearer token is required",
-                             {"WWW-Authenticate": f'Bearer realm="mcp", error="{error}"'})
+            what = "Forbidden" if refused.status == 403 else "Unauthorized"
+            self._json_error(refused.status, INVALID_REQUEST, f"{what}: {refused.description}",
+                             {"WWW-Authenticate": refused.challenge})
             return False, None
-        return True, principal
 
     def _accepts(self, *types: str) -> bool:
         accept = self.headers.get("Accept")
@@ -412,8 +426,17 @@ def make_server(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 800
     """Build (and bind) the server without serving; `port=0` picks a free port."""
     policy_keys = ("allowed_hosts", "allowed_origins", "token", "tokens")
     policy_options = {key: options.pop(key) for key in policy_keys if key in options}
+    oauth: OAuthSettings | ProtectedResource | None = options.pop("oauth", None)
     policy = Policy(bind_host=host, **policy_options)
-    return McpHTTPServer((host, port), dispatcher, policy=policy, **options)
+    server = McpHTTPServer((host, port), dispatcher, policy=policy, **options)
+    if isinstance(oauth, OAuthSettings):
+        try:  # the audience defaults to the URL this server is reached at, known once bound
+            oauth = oauth.build(server.url, name=dispatcher.registry.name)
+        except (OSError, ValueError):
+            server.server_close()
+            raise
+    policy.oauth = oauth
+    return server
 
 
 def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
