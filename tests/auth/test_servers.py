@@ -5,6 +5,7 @@ and the CLI's one-line errors."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import subprocess
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -169,3 +171,93 @@ def test_cli_mistakes_are_one_line() -> None:
                    "--oauth-issuer", "http://127.0.0.1:9")
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "OAuth: no authorization server metadata for http://127.0.0.1:9" in done.stderr
+
+
+# ---- the official SDK's client with its own OAuth provider, against a real authorization server -----------
+class _Storage:
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info
+
+
+async def _official_client_session(url: str) -> tuple[list[str], str, int]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    redirected: dict[str, str | None] = {}
+
+    async def redirect(authorize_url: str) -> None:  # the user's browser: the server auto-approves
+        async with httpx2.AsyncClient() as browser:
+            answer = await browser.get(authorize_url, follow_redirects=False)
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        redirected.update({name: (query.get(name) or [None])[0] for name in ("code", "state", "iss")})
+
+    async def callback() -> AuthorizationCodeResult:
+        assert redirected.get("code"), redirected
+        return AuthorizationCodeResult(code=str(redirected["code"]), state=redirected["state"], iss=redirected["iss"])
+
+    metadata = OAuthClientMetadata(redirect_uris=["http://127.0.0.1:9/callback"], client_name="official-sdk-test",
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                                   token_endpoint_auth_method="none")
+    storage = _Storage()
+    provider = OAuthClientProvider(url, metadata, storage, redirect_handler=redirect, callback_handler=callback)
+    async with httpx2.AsyncClient(auth=provider) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("whoami", {"text": "through OAuth"})
+        assert not result.is_error, result
+        return [tool.name for tool in tools.tools], result.content[0].text, len(storage.tokens.access_token)
+
+
+def test_the_official_client_logs_in_through_a_real_authorization_server_and_calls_a_tool() -> None:
+    from tests.auth.sdk_as import SdkAuthorizationServer
+
+    authority = SdkAuthorizationServer()
+    server = Server("protected")
+
+    @server.tool
+    def whoami(text: str) -> str:
+        "Say it back."
+        return text
+
+    settings = OAuthSettings(issuer=authority.issuer, jwks_url=authority.issuer + "jwks", scopes=("mcp:tools",))
+    running = start(server.dispatcher, oauth=settings)
+    try:
+        names, text, _ = asyncio.run(asyncio.wait_for(_official_client_session(running.url), 60))
+        assert (names, text) == (["whoami"], "through OAuth")
+        issued = authority.provider.issued
+        assert issued and issued[-1]["aud"] == running.url  # RFC 8707: the token names this server
+
+        # The same client, given a token for another server: refused, with the challenge that says why.
+        authority.provider.audience = "http://127.0.0.1:1/mcp"
+        from mcp.shared.exceptions import MCPError
+
+        with pytest.raises(BaseExceptionGroup) as caught:  # the SDK gives up: its task group carries the error
+            asyncio.run(asyncio.wait_for(_official_client_session(running.url), 60))
+        assert caught.group_contains(MCPError, depth=2), caught.value
+        assert authority.provider.issued[-1]["aud"] == "http://127.0.0.1:1/mcp"
+        status, headers, _ = running.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                                          {"Authorization": f"Bearer {authority.provider.tokens[-1]}"})
+        assert status == 401
+        assert headers["www-authenticate"].startswith(
+            'Bearer error="invalid_token", error_description="the token is meant for another resource (aud)", '
+            f'resource_metadata="{running.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")}"')
+    finally:
+        running.server.shutdown()
+        running.server.server_close()
+        authority.close()
