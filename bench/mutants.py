@@ -46,6 +46,7 @@ STATE = ("tests/http/test_request_state_binding.py", "tests/core/test_dispatcher
 CANCEL = ("tests/core/test_cancellation_observed.py",)
 DROP = ("tests/http/test_drop_versus_cancel.py", "tests/http/test_sse_resume.py")
 SCHEMA = ("tests/core/test_schema.py",)
+OAUTH = ("tests/auth/test_tokens.py", "tests/auth/test_resource.py")
 
 MUTANTS = [
     Mutant("mcp token: substring", "mcp_agent_kit/httpd/gate.py",
@@ -178,6 +179,28 @@ MUTANTS = [
     Mutant("14 2025 tasks outlive their session", "mcp_agent_kit/core/legacy_tasks.py",
            "        dropped = self.table.drop_owner(conn)\n", "        dropped = []\n",
            ("tests/tasks/test_task_limits.py::test_deleting_a_session_cancels_its_300_running_tasks_and_frees_their_workers",)),
+    # OAuth token validation (issue 18): each check, removed, must be noticed.
+    Mutant("oauth: any algorithm", "mcp_agent_kit/auth/tokens.py",
+           "if not isinstance(alg, str) or alg not in self.algorithms:", "if not isinstance(alg, str):", OAUTH),
+    Mutant("oauth: audience unchecked", "mcp_agent_kit/auth/tokens.py",
+           "if not any(isinstance(a, str) and _same_resource(a, self.audience) for a in audiences):", "if False:",
+           OAUTH),
+    Mutant("oauth: issuer unchecked", "mcp_agent_kit/auth/tokens.py",
+           'if claims.get("iss") != self.issuer:', "if False:", OAUTH),
+    Mutant("oauth: expiry unchecked", "mcp_agent_kit/auth/tokens.py",
+           "if exp <= now - self.leeway:", "if False:", OAUTH),
+    Mutant("oauth: signature unchecked", "mcp_agent_kit/auth/tokens.py",
+           "if not any(key.verify(alg, jws.signing_input, jws.signature) for key in keys):", "if False:", OAUTH),
+    Mutant("oauth: PKCS1 padding prefix ignored", "mcp_agent_kit/auth/jose.py",
+           "return hmac.compare_digest(m.to_bytes(k, \"big\"), expected)",
+           "return m.to_bytes(k, \"big\").endswith(t)", OAUTH),
+    Mutant("oauth: EC key off the curve", "mcp_agent_kit/auth/jose.py",
+           "if not p256.on_curve(x, y):", "if False:", OAUTH),
+    Mutant("oauth: unknown kid refetches every time", "mcp_agent_kit/auth/jwks.py",
+           "and now - self._last_try >= self.min_refresh:", ":", OAUTH),
+    Mutant("oauth: scopes unchecked", "mcp_agent_kit/auth/tokens.py",
+           "        if missing:\n            raise TokenError",
+           "        if False:\n            raise TokenError", OAUTH),
 ]
 
 

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
 
 from mcp_agent_kit.auth import p256
 from mcp_agent_kit.auth.jose import Key, b64url_encode, parse_compact, thumbprint
+from mcp_agent_kit.auth.jose import b64url_decode as jose_b64
 from mcp_agent_kit.auth.jwks import JwksCache
 from mcp_agent_kit.auth.tokens import Grant, TokenError, TokenValidator
 
@@ -264,3 +265,28 @@ def test_weak_and_private_keys_are_refused_and_thumbprints_match_rfc7638() -> No
         "tn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajr"
         "n1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw")}
     assert thumbprint(rfc) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+
+
+def test_an_ec_key_off_the_curve_is_refused() -> None:
+    """Invalid-curve keys are refused when the JWK Set is read, before any signature math."""
+    jwk = public_jwk(EC, "e1")
+    y = int.from_bytes(jose_b64(jwk["y"]), "big")
+    bad = {**jwk, "y": b64url_encode(((y + 1) % p256.P).to_bytes(32, "big"))}
+    with pytest.raises(ValueError, match="not a point of P-256"):
+        Key.from_jwk(bad)
+    with pytest.raises(ValueError, match="P-256"):
+        Key.from_jwk({**jwk, "crv": "P-384"})
+
+
+def test_pkcs1_signatures_must_carry_the_whole_padding() -> None:
+    """A 'signature' whose encoded message ends with the right DigestInfo and hash but is not
+    00 01 FF..FF 00 padded (the Bleichenbacher'06 shape) is refused: the whole block is compared."""
+    private = RSA.private_numbers()
+    n, d = private.public_numbers.n, private.d
+    message = b"header.payload"
+    digest_info = bytes.fromhex("3031300d060960864801650304020105000420") + hashlib.sha256(message).digest()
+    k = (n.bit_length() + 7) // 8
+    loose = b"\x00\x01" + b"\xff" * 8 + b"\x00" + b"\x42" * (k - 11 - len(digest_info)) + digest_info
+    signature = pow(int.from_bytes(loose, "big"), d, n).to_bytes(k, "big")
+    key = Key.from_jwk(public_jwk(RSA, "r1"))
+    assert not key.verify("RS256", message, signature)
