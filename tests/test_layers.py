@@ -102,3 +102,14 @@ def test_the_rules_see_relative_and_root_imports() -> None:
 def test_nothing_imports_the_cli() -> None:
     for path in MODULES:
         assert "__main__" not in imported_modules(path), path
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """pyproject.toml lists the packages by hand: a new one left out would be missing from the wheel
+    (an ImportError only for users who install it, not in an editable checkout)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
