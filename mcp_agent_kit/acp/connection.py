@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from mcp_agent_kit import logs
+import mcp_agent_kit.logs as logs
 from mcp_agent_kit.wire import acp as wire
 
 MIB = 1 << 20
