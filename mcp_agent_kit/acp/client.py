@@ -214,7 +214,7 @@ class AcpAgent:
         except RequestTimeout as exc:
             raise AcpError(f"{exc}; stderr: {self.stderr_text()[-300:] or '(empty)'}") from None
         except RpcError as exc:
-            raise AcpError(f"{method} failed: {exc}") from exc
+            raise AcpError(f"{method} failed: {exc}", exc.code) from exc
 
     def initialize(self) -> AgentInfo:
         """`initialize` with protocolVersion 1; AcpError when the agent answers with another version."""

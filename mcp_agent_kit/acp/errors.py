@@ -7,7 +7,14 @@ from __future__ import annotations
 
 
 class AcpError(Exception):
-    """An ACP operation failed; the message names the problem (and quotes the agent's stderr when it died)."""
+    """An ACP operation failed; the message names the problem (and quotes the agent's stderr when it died).
+
+    `code` is the agent's JSON-RPC error code when the agent answered with an error.
+    """
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class AgentCrashed(AcpError):

@@ -44,6 +44,8 @@ class AgentProcess:
         if not argv:
             raise SpawnError("no agent command given")
         self.argv = list(argv)
+        if os.sep in self.argv[0] and not os.path.isabs(self.argv[0]):  # relative to us, not to the agent's cwd
+            self.argv[0] = os.path.abspath(self.argv[0])
         try:
             self.popen = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, env=minimal_environment(env), cwd=cwd,
