@@ -163,7 +163,7 @@ def test_a_crash_mid_turn_is_a_clear_error_then_the_agent_is_respawned_and_the_s
     session = agent.new_session(str(tmp_path))
     assert session.run("first").text == "echo: first"
     first_pid = agent.process.pid
-    with pytest.raises(AgentCrashed, match="exited with code 3.*fatal error mid-turn"):
+    with pytest.raises(AgentCrashed, match=r"exited with code 3.*fatal error mid-turn"):
         session.run("crash")
     result = session.run("again")
     assert result.text == "echo: again" and agent.process.pid != first_pid
