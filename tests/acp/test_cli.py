@@ -113,3 +113,12 @@ def test_chat_runs_several_turns(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: hello\necho: again\n"
     assert done.stderr.count("[turn] end_turn") == 2
+
+
+def test_auth_required_names_the_fix_and_auth_with_env_works(tmp_path: Path) -> None:
+    refused = kit("prompt", "--cwd", str(tmp_path), "--env", "SDK_AGENT_AUTH=1", "hi", "--", *SDK_AGENT)
+    assert refused.returncode == 1
+    assert "pass --auth METHOD_ID (the agent offers ['key'])" in one_error_line(refused)
+    done = kit("prompt", "--json", "--cwd", str(tmp_path), "--env", "SDK_AGENT_AUTH=1", "--auth", "key", "hi",
+               "--", *SDK_AGENT)
+    assert done.returncode == 0 and json.loads(done.stdout)["text"] == "echo: hi"
