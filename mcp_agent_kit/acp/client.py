@@ -134,7 +134,9 @@ class AcpAgent:
 
     @property
     def running(self) -> bool:
-        return self._connection is not None and not self._connection.closed.is_set()
+        """Whether the agent process lives and its output is still open."""
+        return (self._connection is not None and not self._connection.closed.is_set()
+                and self.process is not None and self.process.returncode() is None)
 
     def start(self) -> None:
         """Spawn the agent process and start reading it (a new generation: old sessions need restoring)."""

@@ -83,6 +83,7 @@ class _Turn:
         self.events: queue.Queue[ev.Event] = queue.Queue()
         self.text: list[str] = []
         self.tool_calls: dict[str, dict[str, Any]] = {}
+        self.started: set[str] = set()
         self.permissions: list[dict[str, Any]] = []
         self.files_written: list[str] = []
         self.cancelled = threading.Event()
@@ -107,6 +108,7 @@ class Session:
         self.commands: list[dict[str, Any]] = []
         self.plan: list[dict[str, Any]] = []
         self.tool_calls: dict[str, dict[str, Any]] = {}
+        self._started: set[str] = set()
         self.title: str | None = None
         self.usage: ev.Usage | None = None
         self.replayed: list[ev.Event] = []
@@ -151,8 +153,8 @@ class Session:
             ev.ModeChanged: self._mode_changed,
             ev.SessionInfo: lambda e: setattr(self, "title", e.title if e.title is not None else self.title),
             ev.Usage: lambda e: setattr(self, "usage", e),
-            ev.ToolCall: lambda e: merge_tool_call(self.tool_calls, e),
-            ev.ToolCallUpdate: lambda e: merge_tool_call(self.tool_calls, e),
+            ev.ToolCall: lambda e: merge_tool_call(self.tool_calls, self._started, e),
+            ev.ToolCallUpdate: lambda e: merge_tool_call(self.tool_calls, self._started, e),
         }
         handler = handlers.get(type(event))
         if handler is not None:
@@ -167,7 +169,7 @@ class Session:
         if isinstance(event, ev.AgentMessageChunk):
             turn.text.append(event.text)
         elif isinstance(event, ev.ToolCall):
-            merge_tool_call(turn.tool_calls, event)
+            merge_tool_call(turn.tool_calls, turn.started, event)
         elif isinstance(event, ev.PermissionDecision):
             turn.permissions.append({"toolCallId": event.tool_call_id, "outcome": event.outcome,
                                      "optionId": event.option_id})
@@ -323,24 +325,26 @@ class Session:
             self.agent.forget(self)
 
 
-def merge_tool_call(calls: dict[str, dict[str, Any]], event: ev.ToolCall) -> None:
+def merge_tool_call(calls: dict[str, dict[str, Any]], started: set[str], event: ev.ToolCall) -> None:
     """Fold a tool_call / tool_call_update into `calls` (toolCallId -> fields), whatever order they came in.
 
     An update may arrive before its tool_call: the later tool_call then fills only the fields no
-    update has set, so a `completed` status is never turned back into `pending`.
+    update has set, so a `completed` status is never turned back into `pending`. A tool_call for an
+    id that was already started (an agent reusing ids in a later turn) starts it afresh.
     """
     fields = {key: value for key, value in event.raw.items() if key not in ("sessionUpdate", "toolCallId")}
     existing = calls.get(event.tool_call_id)
-    if existing is None:
-        if isinstance(event, ev.ToolCallUpdate):
-            fields.setdefault("status", None)
+    if isinstance(event, ev.ToolCallUpdate):
+        if existing is None:
+            calls[event.tool_call_id] = {"status": None, **fields}
         else:
-            fields.setdefault("status", "pending")
+            existing.update(fields)
+        return
+    fields.setdefault("status", "pending")
+    if existing is None or event.tool_call_id in started:
         calls[event.tool_call_id] = fields
-    elif isinstance(event, ev.ToolCallUpdate):
-        existing.update(fields)
     else:
-        fields.setdefault("status", "pending")
         for key, value in fields.items():
             if existing.get(key) is None:
                 existing[key] = value
+    started.add(event.tool_call_id)

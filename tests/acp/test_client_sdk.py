@@ -41,35 +41,29 @@ def test_initialize_and_every_update_kind_arrive_as_typed_events(spawn: Any, tmp
     assert session.tool_calls["t1"]["locations"] == [{"path": "/x", "line": 3}]
 
 
-@pytest.mark.parametrize(("policy", "kind", "expected"), [
-    (AllowAll(), "edit", "opt-0-allow_once"),
-    (DenyAll(), "edit", "opt-2-reject_once"),
-    (AllowReads(), "read", "opt-0-allow_once"),
-    (AllowReads(), "search", "opt-0-allow_once"),
-    (AllowReads(), "execute", "opt-2-reject_once"),
-])
-def test_permission_policies_choose_by_kind(spawn: Any, tmp_path: Path, policy: Any, kind: str,
-                                            expected: str) -> None:
-    agent = spawn(SDK_AGENT, policy=policy)
-    agent.initialize()
-    result = agent.new_session(str(tmp_path)).run(f"permission {kind}")
-    assert result.text == f"outcome=selected option={expected}"
-    assert result.permissions == [{"toolCallId": "p1", "outcome": "selected", "optionId": expected}]
+POLICY_CASES = [  # (policy, tool kind, the kinds the agent offers ('' = all four), the option expected)
+    (AllowAll(), "edit", "", "opt-0-allow_once"),
+    (DenyAll(), "edit", "", "opt-2-reject_once"),
+    (AllowReads(), "read", "", "opt-0-allow_once"),
+    (AllowReads(), "search", "", "opt-0-allow_once"),
+    (AllowReads(), "execute", "", "opt-2-reject_once"),
+    (AllowAll(), "edit", "allow_always,reject_always", "opt-0-allow_always"),
+    (DenyAll(), "edit", "allow_always,reject_always", "opt-1-reject_always"),
+    (AllowAll(), "edit", "reject_always,allow_once", "opt-1-allow_once"),  # by kind, never by position
+    (DenyAll(), "edit", "allow_once", None),  # no reject option: cancelled
+]
 
 
-@pytest.mark.parametrize(("offered", "policy", "expected"), [
-    ("allow_always,reject_always", AllowAll(), "opt-0-allow_always"),
-    ("allow_always,reject_always", DenyAll(), "opt-1-reject_always"),
-    ("reject_always,allow_once", AllowAll(), "opt-1-allow_once"),  # by kind, never by position
-    ("allow_once", DenyAll(), "None"),  # no reject option: cancelled
-])
-def test_each_option_kind_and_missing_kinds(spawn: Any, tmp_path: Path, offered: str, policy: Any,
-                                            expected: str) -> None:
-    agent = spawn(SDK_AGENT, policy=policy)
+def test_permission_policies_choose_each_option_kind_by_kind(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
     agent.initialize()
-    text = agent.new_session(str(tmp_path)).run(f"permission edit {offered}").text
-    outcome = "cancelled" if expected == "None" else "selected"
-    assert text == f"outcome={outcome} option={expected}"
+    session = agent.new_session(str(tmp_path))
+    for policy, kind, offered, expected in POLICY_CASES:
+        agent.policy = policy
+        result = session.run(f"permission {kind} {offered}".strip())
+        outcome = "selected" if expected else "cancelled"
+        assert result.text == f"outcome={outcome} option={expected}", (policy, kind, offered)
+        assert result.permissions == [{"toolCallId": "p1", "outcome": outcome, "optionId": expected}]
 
 
 def test_an_ask_callback_sees_the_merged_tool_call(spawn: Any, tmp_path: Path) -> None:

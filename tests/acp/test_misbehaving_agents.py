@@ -17,7 +17,7 @@ from mcp_agent_kit.acp.client import ClientOptions, Timeouts
 from mcp_agent_kit.acp.errors import AgentCrashed, TurnTimeout
 from mcp_agent_kit.acp.permissions import AllowAll
 
-from .conftest import FAST, raw_agent
+from .conftest import FAST, group_gone, raw_agent
 
 
 def started(spawn: Any, mode: str, tmp_path: Path, **kwargs: Any) -> Any:
@@ -86,7 +86,7 @@ def test_an_agent_that_ignores_cancel_is_stopped_within_the_grace(spawn: Any, tm
     result = cancel_after_first_chunk(session)
     assert result.stop_reason == "cancelled" and "ignored session/cancel" in result.note
     assert time.monotonic() - began < 20  # grace 2 s + stop 1+1 s, far under the turn timeout
-    assert not session.agent.process.group_alive()
+    assert group_gone(session.agent)
 
 
 def test_a_turn_past_its_deadline_is_cancelled_then_the_agent_stopped(spawn: Any, tmp_path: Path) -> None:
@@ -120,18 +120,18 @@ def test_a_child_that_keeps_the_pipes_open_is_killed_with_the_group(spawn: Any, 
     with pytest.raises(AgentCrashed, match="exited with code 4"):
         session.run("go")
     assert time.monotonic() - began < 15
-    assert not session.agent.process.group_alive()
+    assert group_gone(session.agent)
 
 
 def test_a_reexecuted_agent_is_driven_and_its_whole_group_stopped(spawn: Any, tmp_path: Path) -> None:
     session = started(spawn, "reexec", tmp_path, timeouts=FAST)
     assert session.run("go").stop_reason == "end_turn"
     session.agent.close()
-    assert not session.agent.process.group_alive()  # the waiting parent and the real agent both went
+    assert group_gone(session.agent)  # the waiting parent and the real agent both went
 
 
 def test_an_agent_that_dies_at_start_while_its_child_holds_stdout(spawn: Any) -> None:
     agent = spawn(raw_agent("orphan_at_start"))
     with pytest.raises(AgentCrashed, match=r"exited with code 5.*sandbox failed"):
         agent.initialize()
-    assert not agent.process.group_alive()  # the child went with the group, before close()
+    assert group_gone(agent)  # the child went with the group, before close()
