@@ -317,20 +317,16 @@ class Agent:
 
     def _run_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         raw_id = params.get("sessionId")
-        with self._lock:
-            early = self._arriving.pop(raw_id, None) if isinstance(raw_id, str) else None
-        session, blocks = self._session(params), self._blocks(params)
-        if self._prompt is None or self.connection is None:
-            raise RpcError(wire.INTERNAL_ERROR, "this agent has no prompt handler (register one with @agent.prompt)")
-        with self._lock:
-            if session.session_id in self._turns:
-                raise RpcError(wire.INVALID_REQUEST, f"a prompt is already running in session {session.session_id}")
-            turn = Turn(session, blocks, self.connection, self.client_capabilities,
-                        request_timeout=self.request_timeout, permission_timeout=self.permission_timeout)
-            if early is not None and early.is_set():
-                turn.cancelled.set()
-            self._turns[session.session_id] = turn
         try:
+            turn = self._start_turn(params)
+        finally:  # the turn holds the cancel flag now, or the prompt was refused: either way drop it
+            with self._lock:
+                early = self._arriving.pop(raw_id, None) if isinstance(raw_id, str) else None
+        if early is not None and early.is_set():
+            turn.cancelled.set()
+        session = turn.session
+        try:
+            assert self._prompt is not None  # checked by _start_turn
             return {"stopReason": self._stop_reason(turn, self._prompt)}
         finally:
             turn.release_terminals(self._log)
@@ -341,6 +337,18 @@ class Agent:
                 self.store.put(session)
             except Exception as exc:
                 self._log(f"saving session {session.session_id} failed: {type(exc).__name__}: {exc}")
+
+    def _start_turn(self, params: dict[str, Any]) -> Turn:
+        session, blocks = self._session(params), self._blocks(params)
+        if self._prompt is None or self.connection is None:
+            raise RpcError(wire.INTERNAL_ERROR, "this agent has no prompt handler (register one with @agent.prompt)")
+        with self._lock:
+            if session.session_id in self._turns:
+                raise RpcError(wire.INVALID_REQUEST, f"a prompt is already running in session {session.session_id}")
+            turn = Turn(session, blocks, self.connection, self.client_capabilities,
+                        request_timeout=self.request_timeout, permission_timeout=self.permission_timeout)
+            self._turns[session.session_id] = turn
+        return turn
 
     def _stop_reason(self, turn: Turn, handler: PromptHandler) -> str:
         try:
