@@ -396,7 +396,7 @@ class Agent:
         """A started connection serving this agent over the two byte streams."""
         self.connection = AgentConnection(reader, writer, handlers=self.handlers(),
                                           notifications={wire.SESSION_CANCEL: self._cancel},
-                                          on_close=self._cancel_all, on_request=self._arrived,
+                                          on_request=self._arrived,
                                           max_line=self.max_line, name="client")
         return self.connection.start()
 
@@ -407,15 +407,21 @@ class Agent:
             turn.cancel()
 
     def serve(self, reader: IO[bytes], writer: IO[bytes], shutdown_timeout: float = 5.0) -> int:
-        """Serve until the client closes its end; running turns are cancelled and given
-        `shutdown_timeout` s to finish. Returns the exit code (0)."""
+        """Serve until the client closes its end, then give running turns `shutdown_timeout` s to
+        finish (their requests to the client fail at once) before cancelling them. Returns 0."""
         connection = self.connect(reader, writer)
         while not connection.join(3600.0):
             pass
-        deadline = time.monotonic() + shutdown_timeout
+        self._wait_for_turns(shutdown_timeout)
+        if self._turns:  # still running: cancel them, and give them a moment to answer
+            self._cancel_all()
+            self._wait_for_turns(1.0)
+        return 0
+
+    def _wait_for_turns(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         while self._turns and time.monotonic() < deadline:
             time.sleep(0.02)
-        return 0
 
     def run(self) -> None:
         """Serve on stdin/stdout and exit the process when the client closes stdin."""
