@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcp_agent_kit import safefile
+import mcp_agent_kit.safefile as safefile
 from mcp_agent_kit.acp import updates
 
 SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
