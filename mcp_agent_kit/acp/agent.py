@@ -1,6 +1,7 @@
 """acp.agent: write an ACP v1 agent in plain Python — the agent-side counterpart of the MCP `Server`.
 
-`agent = Agent("name", "1.0")`, then `@agent.prompt` on a function taking a Turn (acp.turn) and
+Everything an author needs is importable from here (`from mcp_agent_kit.acp.agent import Agent,
+Turn, updates`). `agent = Agent("name", "1.0")`, then `@agent.prompt` on a function taking a Turn (acp.turn) and
 returning a stop reason (None: "end_turn"), then `agent.run()` serves stdio. Optional handlers
 enable optional methods, and the capabilities `initialize` advertises are derived from what is
 registered, never written by hand: `@agent.load_session` → `loadSession: true` (history replayed
@@ -28,10 +29,13 @@ from typing import IO, Any, TypeVar
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_connection import AgentConnection
-from mcp_agent_kit.acp.agent_session import MemoryStore, Session, SessionStore, now
+from mcp_agent_kit.acp.agent_session import JsonSessionStore, MemoryStore, Session, SessionStore, now
 from mcp_agent_kit.acp.connection import Connection, RpcError
-from mcp_agent_kit.acp.turn import Cancelled, Turn
+from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, Permission, ToolCall, Turn
 from mcp_agent_kit.wire import acp as wire
+
+__all__ = ["Agent", "Cancelled", "ClientCapabilityError", "ConfigOption", "JsonSessionStore", "MemoryStore",
+           "Permission", "RpcError", "Session", "ToolCall", "Turn", "updates"]
 
 PromptHandler = Callable[[Turn], str | None]
 SessionHook = Callable[[Session], None]
