@@ -116,6 +116,7 @@ class Agent:
         self._hooks: dict[str, Callable[..., Any] | None] = {}  # enabled optional method -> its hook
         self._methods: dict[str, MethodHandler] = {}  # the author's own `_` methods
         self._turns: dict[str, Turn] = {}
+        self._open: set[str] = set()  # sessions opened in this process (session/new, session/load)
         self._arriving: dict[str, threading.Event] = {}  # prompts received, not yet started: their cancel flag
         self._lock = threading.Lock()
         self._log = logs.logger("mcp_agent_kit.acp.agent").warning
@@ -230,11 +231,15 @@ class Agent:
             return {}
         return {"configOptions": [o.to_json(session.config.get(o.id, o.default)) for o in self.options.values()]}
 
-    def _session(self, params: dict[str, Any]) -> Session:
+    def _session(self, params: dict[str, Any], *, stored: bool = False) -> Session:
+        """The session `params.sessionId` names: one opened in this process (by session/new or
+        session/load), or with `stored`, any the store holds. -32002 otherwise."""
         session_id = _string(params, "sessionId")
-        session = self.store.get(session_id)
+        session = self.store.get(session_id) if stored or session_id in self._open else None
         if session is None:
-            raise RpcError(wire.RESOURCE_NOT_FOUND, f"unknown session {session_id!r}", {"sessionId": session_id})
+            why = "unknown session" if stored else "no open session"
+            hint = "" if stored or wire.SESSION_LOAD not in self._hooks else " (call session/load first)"
+            raise RpcError(wire.RESOURCE_NOT_FOUND, f"{why} {session_id!r}{hint}", {"sessionId": session_id})
         return session
 
     def _new(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -244,16 +249,18 @@ class Agent:
         if hook is not None:
             hook(session)
         self.store.put(session)
+        self._open.add(session.session_id)
         return {"sessionId": session.session_id, **self._config_result(session)}
 
     def _load(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
+        session = self._session(params, stored=True)
         session.cwd, session.additional_directories = _absolute(params, "cwd"), _directories(params)
         hook = self._hooks.get(wire.SESSION_LOAD)
         if hook is not None:
             hook(session)
         for update in session.replay_updates():
             self._notify_update(session.session_id, update)
+        self._open.add(session.session_id)
         return self._config_result(session)
 
     def _list(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -282,6 +289,7 @@ class Agent:
         hook = self._hooks.get(wire.SESSION_CLOSE)
         if hook is not None:
             hook(session)
+        self._open.discard(session.session_id)  # kept in the store: session/load reopens it
         return {}
 
     def _set_config(self, params: dict[str, Any]) -> dict[str, Any]:

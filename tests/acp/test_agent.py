@@ -323,6 +323,7 @@ def test_load_replays_the_history_and_list_pages(make: Any, tmp_path: Path) -> N
     agent = echo_agent(store=JsonSessionStore(tmp_path))  # a fresh store reading the same files
     agent.load_session()
     agent.list_sessions()
+    agent.close_session()
     client = make(agent)
     client.call("initialize", {"protocolVersion": 1})
     first = client.call("session/list", {"cwd": "/w"})["result"]
@@ -331,6 +332,8 @@ def test_load_replays_the_history_and_list_pages(make: Any, tmp_path: Path) -> N
     assert [s["sessionId"] for s in rest["sessions"]] == [f"s{n:02d}" for n in range(9, -1, -1)]
     assert "nextCursor" not in rest
     assert client.call("session/list", {"cursor": "x"})["error"]["code"] == -32602
+    not_open = client.call("session/prompt", {"sessionId": "s99", "prompt": []})["error"]
+    assert not_open["code"] == -32002 and "session/load first" in not_open["message"]
     seen: list[Any] = []
     loaded = client.call("session/load", {"sessionId": "s99", "cwd": "/other", "mcpServers": []}, seen)
     assert loaded == {"jsonrpc": "2.0", "id": client.next_id, "result": {}}
@@ -338,6 +341,9 @@ def test_load_replays_the_history_and_list_pages(make: Any, tmp_path: Path) -> N
         {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}, "messageId": "m1"},
         {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}, "messageId": "m2"},
         {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b"}, "messageId": "m2"}]
+    assert client.call("session/prompt", {"sessionId": "s99", "prompt": []})["result"] == {"stopReason": "end_turn"}
+    assert client.call("session/close", {"sessionId": "s99"})["result"] == {}
+    assert client.call("session/prompt", {"sessionId": "s99", "prompt": []})["error"]["code"] == -32002
     for bad in ("../etc/passwd", "nope"):
         assert client.call("session/load", {"sessionId": bad, "cwd": "/w", "mcpServers": []})["error"]["code"] == -32002
 
