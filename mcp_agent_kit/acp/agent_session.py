@@ -172,6 +172,9 @@ class JsonSessionStore:
             raise ValueError(f"session id {session.session_id!r} cannot name a file")
         self._cache.put(session)
         body = json.dumps(session.to_json(), ensure_ascii=False).encode("utf-8")
+        if len(body) > RECORD_LIMIT:  # it could not be read back: keep the last file that can
+            raise ValueError(f"session {session.session_id} is {len(body)} bytes, over the {RECORD_LIMIT}-byte limit;"
+                             " not saved")
         with self._lock:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")

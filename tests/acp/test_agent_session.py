@@ -44,6 +44,11 @@ def test_an_oversized_session_file_is_not_read(tmp_path: Path, monkeypatch: pyte
     JsonSessionStore(tmp_path).put(Session("big", "/w", state={"blob": "x" * 5000}))
     monkeypatch.setattr(agent_session, "RECORD_LIMIT", 1000)
     assert JsonSessionStore(tmp_path).get("big") is None
+    JsonSessionStore(tmp_path).put(Session("small", "/w"))
+    with pytest.raises(ValueError, match="over the 1000-byte limit"):  # one that could not be read back
+        JsonSessionStore(tmp_path).put(Session("small", "/w", state={"blob": "x" * 5000}))
+    kept = JsonSessionStore(tmp_path).get("small")
+    assert kept is not None and kept.state == {}
 
 
 def test_replay_turns_the_history_into_message_chunks() -> None:
