@@ -14,6 +14,7 @@ bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.files) and 
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -103,7 +104,8 @@ class AcpAgent:
         self.process: AgentProcess | None = None
         self._connection: Connection | None = None
         self._early: dict[str, list[ev.Event]] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # guards sessions and early updates (the reader thread takes it)
+        self._respawn_lock = threading.Lock()  # held across the requests of a respawn, never by the reader
         self.terminals = Terminals(self.options.terminal_output_limit)
 
     @classmethod
@@ -172,8 +174,8 @@ class AcpAgent:
         process.popen.wait()
         if connection.join(1.0):
             return
-        for sig in ("SIGTERM", "SIGKILL"):
-            process.signal_group(getattr(__import__("signal"), sig))
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            process.signal_group(sig)
             if connection.join(self.timeouts.stop_grace):
                 return
         connection.fail_pending(ConnectionClosed(f"the agent {process.describe_exit()}, but its output stayed open"))
@@ -187,9 +189,9 @@ class AcpAgent:
             self._log(f"stopping the agent (pid {process.pid}): {reason}")
         connection.close(f"the agent was stopped: {reason}")
         process.stop(self.timeouts.stop_grace)
-        connection.join(2.0)
+        reader_done = connection.join(2.0)
         connection.fail_pending(ConnectionClosed(f"the agent was stopped: {reason}"))
-        if not connection._thread or not connection._thread.is_alive():
+        if reader_done:  # never close a stream another thread is still reading
             with contextlib.suppress(OSError, ValueError):
                 process.stdout.close()
 
@@ -307,7 +309,7 @@ class AcpAgent:
         try:
             session.apply_setup(self.call(method, params))
         except AcpError:
-            self.sessions.pop(session_id, None)
+            self.forget(session)
             raise
         finally:
             session._loading = False
@@ -335,7 +337,7 @@ class AcpAgent:
     # -- respawn ---------------------------------------------------------------------------------
     def ensure_running(self, session: Session) -> None:
         """Respawn a dead agent and restore `session` in it: session/load, else session/new (a new id)."""
-        with self._lock:
+        with self._respawn_lock:
             if self.running and session.generation == self.generation:
                 return
             if not self.running:
@@ -347,7 +349,7 @@ class AcpAgent:
                 if self.auth_method:
                     self.authenticate(self.auth_method)
             old_id = session.id
-            self.sessions.pop(old_id, None)
+            self.forget(session)
             if self.capability("loadSession") is True:
                 try:
                     self.load_session(old_id, session.cwd, session.mcp_servers, session.additional_directories,

@@ -20,6 +20,17 @@ from acp import schema
 
 STORE = ".sdk-agent-sessions.json"
 ALL_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
+NEEDS_AUTH = bool(os.environ.get("SDK_AGENT_AUTH"))  # reaches us only through the client's --env
+
+
+def config(value: str) -> list[dict[str, Any]]:
+    return [{"type": "select", "id": "model", "name": "Model", "category": "model", "currentValue": value,
+             "options": [{"value": "fast", "name": "Fast"}, {"value": "slow", "name": "Slow"}]}]
+
+
+def modes() -> schema.SessionModeState:
+    return schema.SessionModeState(current_mode_id="ask", available_modes=[
+        schema.SessionMode(id="ask", name="Ask"), schema.SessionMode(id="code", name="Code")])
 
 
 class ScriptedAgent(acp.Agent):
@@ -33,7 +44,9 @@ class ScriptedAgent(acp.Agent):
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kw: Any) -> acp.InitializeResponse:
         self.client_capabilities = client_capabilities
+        self.authenticated = not NEEDS_AUTH
         return acp.InitializeResponse(
+            auth_methods=[schema.AuthMethodAgent(id="key", name="API key")] if NEEDS_AUTH else [],
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=schema.AgentCapabilities(
                 load_session=True,
@@ -50,13 +63,22 @@ class ScriptedAgent(acp.Agent):
         data[session_id] = session
         path.write_text(json.dumps(data))
 
+    async def authenticate(self, method_id: str, **kw: Any) -> Any:
+        if method_id != "key":
+            raise acp.RequestError(-32602, f"unknown method {method_id}")
+        self.authenticated = True
+        return schema.AuthenticateResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **kw: Any) -> Any:
+        return schema.SetSessionConfigOptionResponse.model_validate({"configOptions": config(str(value))})
+
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kw: Any) -> acp.NewSessionResponse:
+        if not self.authenticated:
+            raise acp.RequestError(-32000, "Authentication required")
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = {"cwd": cwd, "history": []}
         self._save(session_id)
-        return acp.NewSessionResponse(session_id=session_id, modes=schema.SessionModeState(
-            current_mode_id="ask", available_modes=[schema.SessionMode(id="ask", name="Ask"),
-                                                    schema.SessionMode(id="code", name="Code")]))
+        return acp.NewSessionResponse(session_id=session_id, modes=modes())
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kw: Any) -> acp.LoadSessionResponse:
@@ -68,7 +90,7 @@ class ScriptedAgent(acp.Agent):
         for role, text in data[session_id]["history"]:
             update = acp.update_user_message_text(text) if role == "user" else acp.update_agent_message_text(text)
             await self.conn.session_update(session_id=session_id, update=update)
-        return acp.LoadSessionResponse()
+        return acp.LoadSessionResponse(modes=modes())
 
     async def list_sessions(self, cursor: Any = None, cwd: Any = None, **kw: Any) -> Any:
         return schema.ListSessionsResponse(sessions=[
@@ -110,9 +132,8 @@ class ScriptedAgent(acp.Agent):
             schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[
                 schema.AvailableCommand(name="web", description="search the web")]),
             schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id="code"),
-            schema.ConfigOptionUpdate.model_validate({"sessionUpdate": "config_option_update", "configOptions": [
-                {"type": "select", "id": "model", "name": "Model", "category": "model", "currentValue": "fast",
-                 "options": [{"value": "fast", "name": "Fast"}, {"value": "slow", "name": "Slow"}]}]}),
+            schema.ConfigOptionUpdate.model_validate({"sessionUpdate": "config_option_update",
+                                                      "configOptions": config("fast")}),
             schema.SessionInfoUpdate(session_update="session_info_update", title="A title",
                                      updated_at="2026-12-01T00:00:00Z"),
             schema.UsageUpdate(session_update="usage_update", used=10, size=1000,
