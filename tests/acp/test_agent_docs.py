@@ -1,6 +1,8 @@
 """docs/acp.md "## Writing an ACP agent" stays true: its sample agent runs as a real stdio subprocess and
-the wire transcript of one turn replays against it line by line (blocks captioned → are sent, blocks
-captioned ← must come back; the random sessionId and messageId are matched by position, not value)."""
+the wire transcript of one turn replays against it line by line (blocks captioned "client → agent" are
+sent, blocks captioned "agent → client" must come back; the random sessionId and messageId are matched
+by position, not value). The sample is fenced ```py so the client section's own sample test
+(tests/acp/test_docs_acp.py, which takes every ```python block of the file) does not pick it up."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.S | re.M)
 RANDOM_KEYS = ("sessionId", "messageId")
+DIRECTIONS = {"client → agent": "→", "agent → client": "←"}
 
 
 def section() -> str:
@@ -66,8 +69,8 @@ class Names:
 
 def test_the_agent_sample_runs_and_its_transcript_replays(tmp_path: Path) -> None:
     blocks = fenced(section())
-    samples = [body for lang, body, _ in blocks if lang == "python"]
-    steps = [(caption[0], body) for lang, body, caption in blocks if lang == "json" and caption[:1] in "→←"]
+    samples = [body for lang, body, _ in blocks if lang in ("py", "python")]
+    steps = [(DIRECTIONS[caption], body) for lang, body, caption in blocks if lang == "json" and caption in DIRECTIONS]
     assert samples and len(steps) >= 10, "the section lost its sample or its transcript"
     script = tmp_path / "shout.py"
     script.write_text(samples[0] + "\n", encoding="utf-8")
