@@ -404,13 +404,14 @@ class Agent:
         self._notify_update(session.session_id, updates.session_info(session.title, session.updated_at))
 
     # ---- serving ----------------------------------------------------------------------------
-    def connect(self, reader: IO[bytes], writer: IO[bytes]) -> Connection:
+    def connect(self, reader: IO[bytes], writer: IO[bytes]) -> AgentConnection:
         """A started connection serving this agent over the two byte streams."""
-        self.connection = AgentConnection(reader, writer, handlers=self.handlers(),
+        connection = self.connection = AgentConnection(reader, writer, handlers=self.handlers(),
                                           notifications={wire.SESSION_CANCEL: self._cancel},
                                           on_request=self._arrived,
                                           max_line=self.max_line, name="client")
-        return self.connection.start()
+        connection.start()
+        return connection
 
     def _cancel_all(self) -> None:
         with self._lock:
@@ -419,20 +420,22 @@ class Agent:
             turn.cancel()
 
     def serve(self, reader: IO[bytes], writer: IO[bytes], shutdown_timeout: float = 5.0) -> int:
-        """Serve until the client closes its end, then give running turns `shutdown_timeout` s to
-        finish (their requests to the client fail at once) before cancelling them. Returns 0."""
+        """Serve until the client closes its end, then give the requests still being handled
+        `shutdown_timeout` s to be answered (their own requests to the client fail at once) before
+        cancelling the running turns. Returns 0."""
         connection = self.connect(reader, writer)
         while not connection.join(3600.0):
             pass
-        self._wait_for_turns(shutdown_timeout)
-        if self._turns:  # still running: cancel them, and give them a moment to answer
+        self._wait_for_answers(connection, shutdown_timeout)
+        if connection.in_flight:  # still running: cancel the turns, and give them a moment to answer
             self._cancel_all()
-            self._wait_for_turns(1.0)
+            self._wait_for_answers(connection, 1.0)
         return 0
 
-    def _wait_for_turns(self, timeout: float) -> None:
+    @staticmethod
+    def _wait_for_answers(connection: AgentConnection, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self._turns and time.monotonic() < deadline:
+        while connection.in_flight and time.monotonic() < deadline:
             time.sleep(0.02)
 
     def run(self) -> None:

@@ -6,7 +6,8 @@ read: -32700 for a line that is not JSON, -32600 for JSON that is not a valid me
 object, `jsonrpc` not "2.0", `params` not an object, a bad id) and for a line over the size
 limit. The agent never gives up on such lines (no junk cap); it keeps serving the next line. An
 `on_request` hook sees each request on the reader thread, in order with the notifications
-(so a `session/cancel` right behind a `session/prompt` finds the prompt).
+(so a `session/cancel` right behind a `session/prompt` finds the prompt), and `in_flight` counts
+the requests not yet answered, so the agent can finish them after the client closed its end.
 Rules: only the classification differs from acp.connection (routing, handlers, writes are its);
 imports `wire` and acp.connection only.
 """
@@ -14,6 +15,7 @@ imports `wire` and acp.connection only.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,11 +33,31 @@ class AgentConnection(Connection):
         options.setdefault("max_junk", sys.maxsize)
         super().__init__(*args, **options)
         self._on_request = on_request
+        self._count_lock = threading.Lock()
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Requests read whose handler has not yet written its answer (one refused as "too many
+        requests at once" stays counted: waits on this count must be bounded)."""
+        return self._in_flight
+
+    def _count(self, step: int) -> None:
+        with self._count_lock:
+            self._in_flight += step
 
     def _incoming_request(self, request_id: Any, method: str, params: Any) -> None:
         if self._on_request is not None:
             self._on_request(method, params)
+        if method in self.handlers:
+            self._count(1)  # on the reader thread, before the handler thread exists
         super()._incoming_request(request_id, method, params)
+
+    def _run_handler(self, *args: Any) -> None:
+        try:
+            super()._run_handler(*args)  # runs the handler and writes its answer
+        finally:
+            self._count(-1)
 
     def _junk_over_cap(self, line: bytes) -> bool:
         text = line.strip()

@@ -376,3 +376,31 @@ def test_stdout_carries_only_protocol_json(tmp_path: Path) -> None:
     replies = [json.loads(line) for line in out.splitlines()]  # every line is JSON
     assert {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}} in replies
     assert b"a stray print" in err and process.returncode == 0
+
+
+def test_requests_read_before_the_client_closed_its_end_are_still_answered() -> None:
+    agent = echo_agent(store=SlowStore())  # the prompt's turn starts well after end of input
+    to_agent_r, to_agent_w = os.pipe()
+    from_agent_r, from_agent_w = os.pipe()
+    writer = os.fdopen(from_agent_w, "wb")
+    codes: list[int] = []
+
+    def serve() -> None:
+        codes.append(agent.serve(os.fdopen(to_agent_r, "rb"), writer, shutdown_timeout=WAIT))
+        writer.close()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    with os.fdopen(to_agent_w, "wb") as to_agent, os.fdopen(from_agent_r, "rb") as from_agent:
+        to_agent.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+                       b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n')
+        to_agent.flush()
+        from_agent.readline()
+        sid = json.loads(from_agent.readline())["result"]["sessionId"]
+        to_agent.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                                   "params": {"sessionId": sid, "prompt": [updates.text("bye")]}}).encode() + b"\n")
+        to_agent.close()  # end of input right behind the prompt
+        server.join(WAIT)
+        replies = [json.loads(line) for line in from_agent.read().splitlines()]
+    assert codes == [0]
+    assert replies[-1] == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}
