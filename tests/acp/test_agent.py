@@ -404,3 +404,19 @@ def test_requests_read_before_the_client_closed_its_end_are_still_answered() -> 
         replies = [json.loads(line) for line in from_agent.read().splitlines()]
     assert codes == [0]
     assert replies[-1] == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}
+
+
+def test_extension_methods_are_rows_of_the_table(make: Any) -> None:
+    agent = echo_agent()
+
+    @agent.method("_echo/ping")
+    def ping(params: dict[str, Any]) -> dict[str, Any]:
+        return {"pong": params.get("n")}
+
+    with pytest.raises(ValueError, match="must start with '_'"):
+        agent.method("echo/ping")
+    client = make(agent)
+    assert client.call("_echo/ping", {"n": 1})["error"]["code"] == -32600  # initialize first, like every method
+    client.call("initialize", {"protocolVersion": 1})
+    assert client.call("_echo/ping", {"n": 1})["result"] == {"pong": 1}
+    assert client.call("_echo/other")["error"]["code"] == -32601
