@@ -17,6 +17,7 @@ acp.updates and this module's handlers; imports `wire`, `logs` and acp siblings 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -93,6 +94,21 @@ def _directories(params: dict[str, Any]) -> list[str]:
     if not isinstance(params.get("mcpServers", []), list):
         raise RpcError(wire.INVALID_PARAMS, "mcpServers must be a list")
     return list(value)
+
+
+def _json_checked(handler: MethodHandler) -> MethodHandler:
+    """An author's handler whose result must be JSON (else -32603 names the problem, instead of a
+    reply that cannot be written)."""
+
+    def checked(params: dict[str, Any]) -> Any:
+        result = handler(params)
+        try:
+            json.dumps(result, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise RpcError(wire.INTERNAL_ERROR, f"the handler's result is not JSON: {exc}") from None
+        return result
+
+    return checked
 
 
 class Agent:
@@ -200,7 +216,7 @@ class Agent:
             if method in (wire.SESSION_NEW, wire.SESSION_PROMPT) or method in self._hooks:
                 table[method] = self._after_initialize(handler)
         for method, custom in self._methods.items():
-            table[method] = self._after_initialize(custom)
+            table[method] = self._after_initialize(_json_checked(custom))
         return table
 
     def _after_initialize(self, handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]:

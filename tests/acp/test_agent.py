@@ -413,6 +413,10 @@ def test_extension_methods_are_rows_of_the_table(make: Any) -> None:
     def ping(params: dict[str, Any]) -> dict[str, Any]:
         return {"pong": params.get("n")}
 
+    @agent.method("_echo/set")
+    def not_json(params: dict[str, Any]) -> Any:
+        return {1, 2}
+
     with pytest.raises(ValueError, match="must start with '_'"):
         agent.method("echo/ping")
     client = make(agent)
@@ -420,3 +424,5 @@ def test_extension_methods_are_rows_of_the_table(make: Any) -> None:
     client.call("initialize", {"protocolVersion": 1})
     assert client.call("_echo/ping", {"n": 1})["result"] == {"pong": 1}
     assert client.call("_echo/other")["error"]["code"] == -32601
+    unwritable = client.call("_echo/set")["error"]
+    assert unwritable["code"] == -32603 and "not JSON" in unwritable["message"]
