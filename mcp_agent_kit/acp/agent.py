@@ -32,11 +32,11 @@ from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_connection import AgentConnection
 from mcp_agent_kit.acp.agent_session import JsonSessionStore, MemoryStore, Session, SessionStore, now
 from mcp_agent_kit.acp.connection import Connection, RpcError
-from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, Permission, ToolCall, Turn
+from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, ClientRequestError, Permission, ToolCall, Turn
 from mcp_agent_kit.wire import acp as wire
 
-__all__ = ["Agent", "Cancelled", "ClientCapabilityError", "ConfigOption", "JsonSessionStore", "MemoryStore",
-           "Permission", "RpcError", "Session", "ToolCall", "Turn", "updates"]
+__all__ = ["Agent", "Cancelled", "ClientCapabilityError", "ClientRequestError", "ConfigOption", "JsonSessionStore",
+           "MemoryStore", "Permission", "RpcError", "Session", "ToolCall", "Turn", "updates"]
 
 PromptHandler = Callable[[Turn], str | None]
 SessionHook = Callable[[Session], None]

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_session import Message, Session
-from mcp_agent_kit.acp.connection import RequestTimeout
+from mcp_agent_kit.acp.connection import RequestTimeout, RpcError
 from mcp_agent_kit.wire import acp as wire
 
 
@@ -33,6 +33,17 @@ class Cancelled(Exception):
 
 class ClientCapabilityError(Exception):
     """The client did not advertise the capability a helper needs (fs.readTextFile, terminal, ...)."""
+
+
+class ClientRequestError(Exception):
+    """The client answered one of the turn's requests with an error (a refused path, a failed command).
+
+    Not an RpcError on purpose: uncaught, it fails the prompt with -32603 naming the client's error,
+    instead of passing the client's code off as the agent's answer to `session/prompt`."""
+
+    def __init__(self, method: str, error: RpcError) -> None:
+        super().__init__(f"{method} failed on the client: {error.message} (code {error.code})")
+        self.method, self.code, self.message, self.data = method, error.code, error.message, error.data
 
 
 class Waitable(Protocol):
@@ -217,8 +228,14 @@ class Turn:
     def call(self, method: str, params: dict[str, Any], timeout: float | None = None, *, force: bool = False) -> Any:
         """Send a request to the client and wait for its result, at most `timeout` s (the agent's
         request timeout by default); raises Cancelled once the turn is cancelled (unless `force`:
-        clean-up such as terminal/release goes out and is waited for even then)."""
-        wait = self.request_timeout if timeout is None else timeout
+        clean-up such as terminal/release goes out and is waited for even then), ClientRequestError
+        when the client answers with an error."""
+        try:
+            return self._call(method, params, self.request_timeout if timeout is None else timeout, force)
+        except RpcError as exc:
+            raise ClientRequestError(method, exc) from None
+
+    def _call(self, method: str, params: dict[str, Any], wait: float, force: bool) -> Any:
         if force:
             return self._out.request(method, params, timeout=wait)
         self.check()
