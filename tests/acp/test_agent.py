@@ -74,7 +74,7 @@ class RawClient:
 
     def start(self, capabilities: dict[str, Any] | None = None) -> str:
         assert "result" in self.call("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}})
-        result = self.call("session/new", {"cwd": "/work", "mcpServers": []})["result"]
+        result = self.call("session/new", {"cwd": "/project", "mcpServers": []})["result"]
         return str(result["sessionId"])
 
     def close(self) -> None:
@@ -271,7 +271,7 @@ def test_client_methods_are_gated_on_the_client_capabilities(make: Any) -> None:
 
     @agent.prompt
     def prompt(turn: Turn) -> None:
-        turn.write_file("/work/a.txt", "x")
+        turn.write_file("/project/a.txt", "x")
 
     client = make(agent)
     sid = client.start({"fs": {"readTextFile": True}})
@@ -285,9 +285,9 @@ def test_fs_and_terminals_go_through_the_client_and_terminals_are_released(make:
 
     @agent.prompt
     def prompt(turn: Turn) -> None:
-        text = turn.read_file("/work/in.txt", line=2, limit=1)
-        turn.write_file("/work/out.txt", text.upper())
-        terminal = turn.terminal("ls", ["-l"], cwd="/work", env={"A": "1"}, output_byte_limit=100)
+        text = turn.read_file("/project/in.txt", line=2, limit=1)
+        turn.write_file("/project/out.txt", text.upper())
+        terminal = turn.terminal("ls", ["-l"], cwd="/project", env={"A": "1"}, output_byte_limit=100)
         turn.say(terminal.output()["output"])  # never released by the handler: the framework does it
 
     client = make(agent)
@@ -305,10 +305,10 @@ def test_fs_and_terminals_go_through_the_client_and_terminals_are_released(make:
         client.send({"jsonrpc": "2.0", "id": message["id"], "result": answers[message["method"]]})
     assert client.answer_of(prompt_id)["result"] == {"stopReason": "end_turn"}
     assert asked == [
-        ("fs/read_text_file", {"sessionId": sid, "path": "/work/in.txt", "line": 2, "limit": 1}),
-        ("fs/write_text_file", {"sessionId": sid, "path": "/work/out.txt", "content": "ABC"}),
+        ("fs/read_text_file", {"sessionId": sid, "path": "/project/in.txt", "line": 2, "limit": 1}),
+        ("fs/write_text_file", {"sessionId": sid, "path": "/project/out.txt", "content": "ABC"}),
         ("terminal/create", {"sessionId": sid, "command": "ls", "args": ["-l"], "env": [{"name": "A", "value": "1"}],
-                             "cwd": "/work", "outputByteLimit": 100}),
+                             "cwd": "/project", "outputByteLimit": 100}),
         ("terminal/output", {"sessionId": sid, "terminalId": "t1"}),
         ("terminal/release", {"sessionId": sid, "terminalId": "t1"}),
     ]
