@@ -258,6 +258,17 @@ class AcpAgent:
         """Whether `agentCapabilities.sessionCapabilities.<name>` is present (`{}` means supported)."""
         return self.capability("sessionCapabilities", name) not in (None, False)
 
+    def check_prompt(self, blocks: Sequence[dict[str, Any]]) -> None:
+        """NotSupported for a content block the agent's promptCapabilities do not allow (text and
+        resource_link always are)."""
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind not in wire.CONTENT_CAPABILITY:
+                raise NotSupported(f"unknown content block type {kind!r}")
+            flag = wire.CONTENT_CAPABILITY[kind]
+            if flag is not None:
+                self._require(self.capability("promptCapabilities", flag) is True, f"promptCapabilities.{flag}")
+
     def _require(self, present: bool, what: str) -> None:
         if not present:
             raise NotSupported(f"the agent does not advertise {what}")
@@ -265,6 +276,10 @@ class AcpAgent:
     def _session_params(self, cwd: str, mcp_servers: Sequence[dict[str, Any]] | None,
                         additional: Sequence[str]) -> dict[str, Any]:
         params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": list(mcp_servers or [])}
+        for server in params["mcpServers"]:
+            kind = server.get("type") if isinstance(server, dict) else None
+            if kind is not None:  # stdio servers have no type and every agent supports them
+                self._require(self.capability("mcpCapabilities", str(kind)) is True, f"mcpCapabilities.{kind}")
         if additional:
             self._require(self.session_capability("additionalDirectories"),
                           "sessionCapabilities.additionalDirectories")

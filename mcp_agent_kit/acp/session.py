@@ -51,6 +51,7 @@ class AcpAgent(Protocol):
     def running(self) -> bool: ...
     def log(self, message: str) -> None: ...
     def ensure_running(self, session: Session) -> None: ...
+    def check_prompt(self, blocks: Sequence[dict[str, Any]]) -> None: ...
     def stop_process(self, reason: str) -> None: ...
     def call(self, method: str, params: Any) -> Any: ...
     def session_capability(self, name: str) -> bool: ...
@@ -186,13 +187,14 @@ class Session:
         TurnTimeout when the turn outlives `timeout` (default: the agent's turn timeout), AcpError
         when the agent answers the prompt with an error.
         """
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         with self._lock:
             if self._turn is not None:
                 raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
             self.agent.ensure_running(self)
+            self.agent.check_prompt(blocks)
             turn = self._turn = _Turn()
         self.result = None
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         pending = self.agent.connection.send_request(wire.SESSION_PROMPT, {"sessionId": self.id, "prompt": blocks})
         deadline = time.monotonic() + (timeout if timeout is not None else self.agent.timeouts.turn)
         try:

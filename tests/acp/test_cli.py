@@ -79,6 +79,9 @@ def test_exit_codes_refusal_crash_and_usage(tmp_path: Path) -> None:
     assert crashed.returncode == 1 and "fatal error mid-turn" in one_error_line(crashed)
     orphan = kit("prompt", "--cwd", str(tmp_path), "go", "--", *raw_agent("orphan"))
     assert orphan.returncode == 1 and "exited with code 4" in one_error_line(orphan)
+    at_start = kit("prompt", "--cwd", str(tmp_path), "go", "--", *raw_agent("orphan_at_start"))
+    assert at_start.returncode == 1 and "exited with code 5" in one_error_line(at_start)
+    assert "sandbox failed" in at_start.stderr
     missing = kit("prompt", "hi")
     assert missing.returncode == 2 and "put it after --" in one_error_line(missing)
     assert kit("prompt", "--env", "NOEQUALS", "hi", "--", *SDK_AGENT).returncode == 2

@@ -240,3 +240,16 @@ def test_a_permission_question_pending_at_cancel_is_answered_cancelled(spawn: An
     assert session.result is not None and session.result.stop_reason == "cancelled"
     assert session.result.text == "outcome=cancelled option=None"  # what the agent received
     assert session.result.permissions == [{"toolCallId": "p1", "outcome": "cancelled", "optionId": None}]
+
+
+def test_content_and_mcp_server_kinds_are_gated_on_capabilities(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()  # the scripted agent advertises no promptCapabilities and no mcpCapabilities
+    with pytest.raises(NotSupported, match=r"mcpCapabilities\.http"):
+        agent.new_session(str(tmp_path), mcp_servers=[{"type": "http", "name": "x", "url": "http://h", "headers": []}])
+    session = agent.new_session(str(tmp_path), mcp_servers=[
+        {"name": "files", "command": "/bin/true", "args": [], "env": []}])  # stdio: always allowed
+    with pytest.raises(NotSupported, match=r"promptCapabilities\.image"):
+        session.run([{"type": "image", "data": "", "mimeType": "image/png"}])
+    link = {"type": "resource_link", "uri": "file:///x", "name": "x"}
+    assert session.run([{"type": "text", "text": "hi"}, link]).text == "echo: hi "

@@ -128,3 +128,10 @@ def test_a_reexecuted_agent_is_driven_and_its_whole_group_stopped(spawn: Any, tm
     assert session.run("go").stop_reason == "end_turn"
     session.agent.close()
     assert not session.agent.process.group_alive()  # the waiting parent and the real agent both went
+
+
+def test_an_agent_that_dies_at_start_while_its_child_holds_stdout(spawn: Any) -> None:
+    agent = spawn(raw_agent("orphan_at_start"))
+    with pytest.raises(AgentCrashed, match=r"exited with code 5.*sandbox failed"):
+        agent.initialize()
+    assert not agent.process.group_alive()  # the child went with the group, before close()

@@ -3,7 +3,7 @@
 `raw_agent.py MODE`: junk (non-JSON stdout lines), longline (a 1 MiB update line), custom (non-`_`
 methods), collide (its request reuses the id of our live prompt), early (available_commands_update
 before the session/new reply), cancel_end_turn, cancel_never, exit_at_start, flood (endless junk),
-orphan (a child that keeps stdout open after the agent dies mid-turn), reexec (the real agent is a
+orphan (a child that keeps stdout open after the agent dies mid-turn), orphan_at_start, reexec (the real agent is a
 child of a waiting parent, as sandboxed agents do).
 """
 
@@ -89,6 +89,10 @@ def prompt(message: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if MODE == "orphan_at_start":  # dies before answering, its child keeps stdout open
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        sys.stderr.write("fatal: sandbox failed\n")
+        sys.exit(5)
     if MODE == "exit_at_start":
         sys.stderr.write("fatal: HOME is not set up\n")
         sys.exit(2)
