@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ class Reply:
     text: tuple[str, ...] = ()
     tool: tuple[str, dict[str, Any]] | None = None
     delay: float = 0.0
+    call_id: str = ""  # given by the server, unique like a real model's
 
 
 def _text(content: Any) -> str:
@@ -68,6 +69,7 @@ class FakeOpenAI:
     cwd: Path
     script: Callable[[FakeOpenAI, dict[str, Any]], Reply] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_ids: list[str] = field(default_factory=list)  # every tool call the model made, in order
     slow_streaming: threading.Event = field(default_factory=threading.Event)  # a slow reply is under way
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,7 +99,12 @@ class FakeOpenAI:
             return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
     def decide(self, body: dict[str, Any]) -> Reply:
-        return (self.script or reply_for)(self, body)
+        reply = (self.script or reply_for)(self, body)
+        if reply.tool is None:
+            return reply
+        with self._lock:
+            self.tool_call_ids.append(f"call_fake_{len(self.tool_call_ids) + 1}")
+            return replace(reply, call_id=self.tool_call_ids[-1])
 
 
 def reply_for(fake: FakeOpenAI, body: dict[str, Any]) -> Reply:
@@ -128,7 +135,7 @@ def stream_chunks(reply: Reply, model: str) -> list[dict[str, Any]]:
     out += [_chunk(model, {"content": piece}) for piece in reply.text]
     if reply.tool is not None:
         name, arguments = reply.tool
-        call = {"index": 0, "id": "call_fake_1", "type": "function",
+        call = {"index": 0, "id": reply.call_id, "type": "function",
                 "function": {"name": name, "arguments": json.dumps(arguments)}}
         out.append(_chunk(model, {"tool_calls": [call]}))
     out.append(_chunk(model, {}, "tool_calls" if reply.tool else "stop"))
@@ -142,7 +149,7 @@ def whole_completion(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text)}
     if reply.tool is not None:
         name, arguments = reply.tool
-        message["tool_calls"] = [{"id": "call_fake_1", "type": "function",
+        message["tool_calls"] = [{"id": reply.call_id, "type": "function",
                                   "function": {"name": name, "arguments": json.dumps(arguments)}}]
     return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool else "stop"}],

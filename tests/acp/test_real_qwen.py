@@ -195,9 +195,9 @@ def test_turn_with_permission_and_file_write(sandbox: Sandbox) -> None:
     assert out["stopReason"] == "end_turn"
     assert "Writing it now." in out["text"] and "The file is written." in out["text"]
     # Qwen's options are proceed_always (allow_always), proceed_once (allow_once), cancel (reject_once)
-    assert out["permissions"] == [{"toolCallId": "call_fake_1", "outcome": "selected", "optionId": "proceed_once"}]
-    calls = {call["toolCallId"]: call for call in out["toolCalls"]}
-    assert calls["call_fake_1"]["kind"] == "edit" and calls["call_fake_1"]["status"] == "completed"
+    [call_id] = sandbox.fake.tool_call_ids
+    assert out["permissions"] == [{"toolCallId": call_id, "outcome": "selected", "optionId": "proceed_once"}]
+    assert [(c["toolCallId"], c["kind"], c["status"]) for c in out["toolCalls"]] == [(call_id, "edit", "completed")]
     assert [(sandbox.cwd / name).resolve() for name in out["files_written"]] == [target.resolve()]
     assert target.read_text() == "written through the client"
     # the model saw the tool's result before its last reply
@@ -205,11 +205,13 @@ def test_turn_with_permission_and_file_write(sandbox: Sandbox) -> None:
     assert after[-1]["role"] == "tool" and asked in last_user_text(after)
 
 
-def test_turn_with_permission_refused(sandbox: Sandbox) -> None:
-    out = sandbox.prompt_json("WRITE refused.txt never written", "--approve", "none")
+@pytest.mark.parametrize("policy", ["none", "reads"])  # a write is not a read-only tool kind
+def test_turn_with_permission_refused(sandbox: Sandbox, policy: str) -> None:
+    out = sandbox.prompt_json("WRITE refused.txt never written", "--approve", policy)
     assert out["stopReason"] == "end_turn"  # Qwen ends the turn normally after a refused tool call
-    assert out["permissions"] == [{"toolCallId": "call_fake_1", "outcome": "selected", "optionId": "cancel"}]
-    assert {call["toolCallId"]: call["status"] for call in out["toolCalls"]} == {"call_fake_1": "failed"}
+    [call_id] = sandbox.fake.tool_call_ids
+    assert out["permissions"] == [{"toolCallId": call_id, "outcome": "selected", "optionId": "cancel"}]
+    assert [(c["toolCallId"], c["kind"], c["status"]) for c in out["toolCalls"]] == [(call_id, "edit", "failed")]
     assert out["files_written"] == []
     assert not (sandbox.cwd / "refused.txt").exists()
 
