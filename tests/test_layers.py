@@ -35,6 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"client", "wire"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile"},
+    # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs"},
 }
 
 
