@@ -7,7 +7,7 @@ callable from the conversation; the default script `reply_for` reacts to keyword
 message, so a test steers the real agent with its prompt text alone:
 
 - `WRITE <name> <content...>`: the model calls the agent's `write_file` tool with `<cwd>/<name>` (cwd
-  given at construction) and the content; once the tool's result is in the conversation, it says so.
+  given at construction) and the content; once the tool's result is in the conversation, it quotes it.
 - `SLOW`: text dribbles out one chunk per `SLOW_STEP` seconds for up to a minute, until the client
   hangs up (the cancel case).
 - anything else (also the agent's background calls: memory extraction, titles, ...): a short text.
@@ -114,8 +114,8 @@ def reply_for(fake: FakeOpenAI, body: dict[str, Any]) -> Reply:
     words = asked.split()
     if "WRITE" in words and len(words) > words.index("WRITE") + 2:
         at = words.index("WRITE")
-        if messages and messages[-1].get("role") == "tool":
-            return Reply(text=("The file ", "is written."))
+        if messages and messages[-1].get("role") == "tool":  # the agent ran the tool: report what it said
+            return Reply(text=("The tool said: ", _text(messages[-1].get("content"))[:200]))
         content = " ".join(words[at + 2:])
         return Reply(text=("Writing it now.",),
                      tool=("write_file", {"file_path": str(fake.cwd / words[at + 1]), "content": content}))

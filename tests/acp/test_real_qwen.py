@@ -193,7 +193,8 @@ def test_turn_with_permission_and_file_write(sandbox: Sandbox) -> None:
     out = sandbox.prompt_json(asked, "--approve", "all")
     target = sandbox.cwd / "notes.txt"
     assert out["stopReason"] == "end_turn"
-    assert "Writing it now." in out["text"] and "The file is written." in out["text"]
+    before, _, after = out["text"].partition("The tool said: ")  # the model's messages before and after the tool
+    assert "Writing it now." in before and "notes.txt" in after, out["text"]
     # Qwen's options are proceed_always (allow_always), proceed_once (allow_once), cancel (reject_once)
     [call_id] = sandbox.fake.tool_call_ids
     assert out["permissions"] == [{"toolCallId": call_id, "outcome": "selected", "optionId": "proceed_once"}]
