@@ -103,7 +103,8 @@ class AcpAgent:
         self.process: AgentProcess | None = None
         self._connection: Connection | None = None
         self._early: dict[str, list[ev.Event]] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # guards sessions and early updates (the reader thread takes it)
+        self._respawn_lock = threading.Lock()  # held across the requests of a respawn, never by the reader
         self.terminals = Terminals(self.options.terminal_output_limit)
 
     @classmethod
@@ -307,7 +308,7 @@ class AcpAgent:
         try:
             session.apply_setup(self.call(method, params))
         except AcpError:
-            self.sessions.pop(session_id, None)
+            self.forget(session)
             raise
         finally:
             session._loading = False
@@ -335,7 +336,7 @@ class AcpAgent:
     # -- respawn ---------------------------------------------------------------------------------
     def ensure_running(self, session: Session) -> None:
         """Respawn a dead agent and restore `session` in it: session/load, else session/new (a new id)."""
-        with self._lock:
+        with self._respawn_lock:
             if self.running and session.generation == self.generation:
                 return
             if not self.running:
@@ -347,7 +348,7 @@ class AcpAgent:
                 if self.auth_method:
                     self.authenticate(self.auth_method)
             old_id = session.id
-            self.sessions.pop(old_id, None)
+            self.forget(session)
             if self.capability("loadSession") is True:
                 try:
                     self.load_session(old_id, session.cwd, session.mcp_servers, session.additional_directories,

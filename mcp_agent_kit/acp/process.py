@@ -36,6 +36,25 @@ def minimal_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
     return env
 
 
+def _live_member(pgid: int) -> bool:
+    """Whether /proc lists a non-zombie process in group `pgid` (True when /proc cannot tell)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
 class AgentProcess:
     """One running agent: `stdin`/`stdout` for the connection, `stderr_text()` for messages, `stop()` to end it."""
 
@@ -118,12 +137,12 @@ class AgentProcess:
             os.killpg(self.pgid, sig)
 
     def group_alive(self) -> bool:
-        """Whether any process of the agent's group still exists."""
+        """Whether any process of the agent's group still runs (zombies, which nobody may reap, do not count)."""
         try:
             os.killpg(self.pgid, 0)
         except (ProcessLookupError, PermissionError):
             return False
-        return True
+        return _live_member(self.pgid)
 
     def stop(self, grace: float = 2.0) -> None:
         """Close stdin, wait `grace` s, SIGTERM the group, wait `grace` s, SIGKILL the group; reap the child."""

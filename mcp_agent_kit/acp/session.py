@@ -197,10 +197,14 @@ class Session:
         deadline = time.monotonic() + (timeout if timeout is not None else self.agent.timeouts.turn)
         try:
             while not (pending.done and turn.events.empty()):
+                self._watch(turn, deadline)  # also while events keep coming: a flood must not outlive its deadline
+                if turn.stopped and pending.done:
+                    self._drop_rest(turn)
+                    break
                 try:
                     yield turn.events.get(timeout=POLL)
                 except queue.Empty:
-                    self._watch(turn, deadline)
+                    pass
         finally:
             if not pending.done:  # the caller stopped iterating: the turn must not run on unseen
                 self.cancel()
@@ -218,6 +222,15 @@ class Session:
                 on_event(event)
         assert self.result is not None
         return self.result
+
+    def _drop_rest(self, turn: _Turn) -> None:
+        dropped = 0
+        with contextlib.suppress(queue.Empty):
+            while True:
+                turn.events.get_nowait()
+                dropped += 1
+        if dropped:
+            self.agent.log(f"session {self.id}: {dropped} events queued when the agent was stopped were not delivered")
 
     def _watch(self, turn: _Turn, deadline: float) -> None:
         now = time.monotonic()

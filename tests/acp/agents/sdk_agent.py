@@ -22,6 +22,11 @@ STORE = ".sdk-agent-sessions.json"
 ALL_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
 
 
+def modes() -> schema.SessionModeState:
+    return schema.SessionModeState(current_mode_id="ask", available_modes=[
+        schema.SessionMode(id="ask", name="Ask"), schema.SessionMode(id="code", name="Code")])
+
+
 class ScriptedAgent(acp.Agent):
     def __init__(self) -> None:
         self.sessions: dict[str, dict[str, Any]] = {}
@@ -54,9 +59,7 @@ class ScriptedAgent(acp.Agent):
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = {"cwd": cwd, "history": []}
         self._save(session_id)
-        return acp.NewSessionResponse(session_id=session_id, modes=schema.SessionModeState(
-            current_mode_id="ask", available_modes=[schema.SessionMode(id="ask", name="Ask"),
-                                                    schema.SessionMode(id="code", name="Code")]))
+        return acp.NewSessionResponse(session_id=session_id, modes=modes())
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kw: Any) -> acp.LoadSessionResponse:
@@ -68,7 +71,7 @@ class ScriptedAgent(acp.Agent):
         for role, text in data[session_id]["history"]:
             update = acp.update_user_message_text(text) if role == "user" else acp.update_agent_message_text(text)
             await self.conn.session_update(session_id=session_id, update=update)
-        return acp.LoadSessionResponse()
+        return acp.LoadSessionResponse(modes=modes())
 
     async def list_sessions(self, cursor: Any = None, cwd: Any = None, **kw: Any) -> Any:
         return schema.ListSessionsResponse(sessions=[

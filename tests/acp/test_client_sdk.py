@@ -1,0 +1,204 @@
+"""Our ACP client against scripted agents built on the official SDK (agent-client-protocol 0.12.1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_agent_kit.acp import events as ev
+from mcp_agent_kit.acp.client import ClientOptions
+from mcp_agent_kit.acp.errors import AgentCrashed, NotSupported
+from mcp_agent_kit.acp.permissions import AllowAll, AllowReads, Ask, DenyAll, PermissionRequest
+
+from .conftest import SDK_AGENT
+
+
+def test_initialize_and_every_update_kind_arrive_as_typed_events(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    info = agent.initialize()
+    assert info.protocol_version == 1 and info.auth_methods == [] and info.agent_info["name"] == "sdk-scripted"
+    session = agent.new_session(str(tmp_path))
+    assert session.modes["currentModeId"] == "ask"
+    kinds = [(type(event).__name__, event.kind) for event in session.prompt("updates")]
+    assert kinds == [
+        ("UserMessageChunk", "user_message_chunk"), ("AgentThoughtChunk", "agent_thought_chunk"), ("Plan", "plan"),
+        ("ToolCall", "tool_call"), ("ToolCallUpdate", "tool_call_update"),
+        ("AvailableCommands", "available_commands_update"), ("ModeChanged", "current_mode_update"),
+        ("ConfigOptions", "config_option_update"), ("SessionInfo", "session_info_update"), ("Usage", "usage_update"),
+        ("AgentMessageChunk", "agent_message_chunk")]
+    result = session.result
+    assert result is not None and result.stop_reason == "end_turn" and result.text == "done"
+    assert result.tool_calls == [{"toolCallId": "t1", "title": "Read a file", "kind": "read", "status": "completed"}]
+    assert session.plan[0]["content"] == "step one" and session.commands[0]["name"] == "web"
+    assert session.modes["currentModeId"] == "code" and session.title == "A title"
+    assert session.config_options[0]["currentValue"] == "fast"
+    assert session.usage is not None and (session.usage.used, session.usage.size) == (10, 1000)
+    assert session.usage.cost == {"amount": 0.5, "currency": "USD"}
+    assert session.tool_calls["t1"]["locations"] == [{"path": "/x", "line": 3}]
+
+
+@pytest.mark.parametrize(("policy", "kind", "expected"), [
+    (AllowAll(), "edit", "opt-0-allow_once"),
+    (DenyAll(), "edit", "opt-2-reject_once"),
+    (AllowReads(), "read", "opt-0-allow_once"),
+    (AllowReads(), "search", "opt-0-allow_once"),
+    (AllowReads(), "execute", "opt-2-reject_once"),
+])
+def test_permission_policies_choose_by_kind(spawn: Any, tmp_path: Path, policy: Any, kind: str,
+                                            expected: str) -> None:
+    agent = spawn(SDK_AGENT, policy=policy)
+    agent.initialize()
+    result = agent.new_session(str(tmp_path)).run(f"permission {kind}")
+    assert result.text == f"outcome=selected option={expected}"
+    assert result.permissions == [{"toolCallId": "p1", "outcome": "selected", "optionId": expected}]
+
+
+@pytest.mark.parametrize(("offered", "policy", "expected"), [
+    ("allow_always,reject_always", AllowAll(), "opt-0-allow_always"),
+    ("allow_always,reject_always", DenyAll(), "opt-1-reject_always"),
+    ("reject_always,allow_once", AllowAll(), "opt-1-allow_once"),  # by kind, never by position
+    ("allow_once", DenyAll(), "None"),  # no reject option: cancelled
+])
+def test_each_option_kind_and_missing_kinds(spawn: Any, tmp_path: Path, offered: str, policy: Any,
+                                            expected: str) -> None:
+    agent = spawn(SDK_AGENT, policy=policy)
+    agent.initialize()
+    text = agent.new_session(str(tmp_path)).run(f"permission edit {offered}").text
+    outcome = "cancelled" if expected == "None" else "selected"
+    assert text == f"outcome={outcome} option={expected}"
+
+
+def test_an_ask_callback_sees_the_merged_tool_call(spawn: Any, tmp_path: Path) -> None:
+    asked: list[PermissionRequest] = []
+
+    def ask(request: PermissionRequest) -> Any:
+        asked.append(request)
+        return request.option("reject_always")
+
+    agent = spawn(SDK_AGENT, policy=Ask(ask))
+    agent.initialize()
+    text = agent.new_session(str(tmp_path)).run("permission delete").text
+    assert text == "outcome=selected option=opt-3-reject_always"
+    assert asked[0].title == "Do a delete thing" and asked[0].tool_kind == "delete"  # from the earlier tool_call
+    assert [o.kind for o in asked[0].options] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+def test_fs_read_and_write_inside_cwd_and_refused_outside(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    target = tmp_path / "sub" / "new.txt"
+    result = session.run(f"write {target} hello there")
+    assert result.text == "written" and target.read_text() == "hello there"
+    assert result.files_written == [str(target)]
+    assert session.run(f"read {target}").text == "content=hello there"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    assert session.run(f"write {outside} x").text.startswith("error=-32602 refused")
+    assert not outside.exists()
+    (tmp_path / "link").symlink_to(tmp_path.parent)
+    assert session.run(f"write {tmp_path / 'link' / 'escape.txt'} x").text.startswith("error=-32602")
+    assert session.run(f"read {tmp_path / 'missing.txt'}").text.startswith("error=-32002")
+    assert session.run("read relative.txt").text.startswith("error=-32602")
+
+
+def test_fs_is_not_served_when_not_advertised(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT, options=ClientOptions(read_files=False, write_files=False))
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    assert session.run(f"write {tmp_path / 'a.txt'} x").text.startswith("error=-32601")
+    assert not (tmp_path / "a.txt").exists()
+
+
+def test_terminal_runs_in_cwd_with_an_output_limit(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    text = session.run("terminal python3 -c print('a'*100+'END')").text
+    assert text.startswith("exit=0 truncated=True output=") and text.endswith("aaaaEND\n")
+    assert len(text.split("output=", 1)[1]) == 64  # the agent's outputByteLimit, cut from the start
+    assert session.run("terminal pwd").text == f"exit=0 truncated=False output={os.path.realpath(tmp_path)}\n"
+
+
+def test_cancel_answers_cancelled(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    for event in session.prompt("slow"):
+        if isinstance(event, ev.AgentMessageChunk):
+            session.cancel()
+    assert session.result is not None and session.result.stop_reason == "cancelled" and session.result.note is None
+    assert session.run("hello").text == "echo: hello"  # the session lives on
+
+
+def test_unknown_methods_get_32601_and_refusal_is_a_stop_reason(spawn: Any, tmp_path: Path) -> None:
+    seen: list[str] = []
+    agent = spawn(SDK_AGENT, on_notification=lambda method, params: seen.append(method))
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    assert session.run("unknown").text == "error=-32601"
+    assert seen == ["_x/ignored"]
+    assert session.run("refuse").stop_reason == "refusal"
+
+
+def test_out_of_order_tool_call_updates_keep_the_latest_status(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    result = agent.new_session(str(tmp_path)).run("outoforder")
+    assert result.tool_calls == [{"toolCallId": "o1", "title": "Late start", "kind": "edit", "status": "completed"}]
+
+
+def test_lines_over_64_kib(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    assert len(agent.new_session(str(tmp_path)).run("big 300000").text) == 300000
+
+
+def test_a_crash_mid_turn_is_a_clear_error_then_the_agent_is_respawned_and_the_session_loaded(
+        spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    assert session.run("first").text == "echo: first"
+    first_pid = agent.process.pid
+    with pytest.raises(AgentCrashed, match=r"exited with code 3.*fatal error mid-turn"):
+        session.run("crash")
+    result = session.run("again")
+    assert result.text == "echo: again" and agent.process.pid != first_pid
+    assert session.respawned == "loaded"
+    replayed = [(type(e).__name__, e.text) for e in session.replayed if isinstance(e, ev.Chunk)]
+    assert replayed[:2] == [("UserMessageChunk", "first"), ("AgentMessageChunk", "echo: first")]
+
+
+def test_respawn_falls_back_to_session_new_when_load_fails(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    old_id = session.id
+    with pytest.raises(AgentCrashed):
+        session.run("crash")
+    (tmp_path / ".sdk-agent-sessions.json").unlink()  # the agent forgot everything
+    assert session.run("again").text == "echo: again"
+    assert session.respawned == "new" and session.id != old_id
+
+
+def test_load_list_and_capability_gates(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    session.run("remember me")
+    listed = agent.list_sessions()
+    assert [s["sessionId"] for s in listed["sessions"]] == [session.id]
+    other = spawn(SDK_AGENT)
+    other.initialize()
+    loaded = other.load_session(session.id, str(tmp_path))
+    assert [e.text for e in loaded.replayed if isinstance(e, ev.Chunk)] == ["remember me", "echo: remember me"]
+    with pytest.raises(NotSupported, match="resume"):
+        other.resume_session(session.id, str(tmp_path))
+    with pytest.raises(NotSupported, match="additionalDirectories"):
+        other.new_session(str(tmp_path), additional_directories=[str(tmp_path.parent)])
+    loaded.set_config_option("mode", "code")  # no configOptions: falls back to set_mode
+    assert loaded.modes["currentModeId"] == "code"
+    assert loaded.run("hi").text == "echo: hi"
