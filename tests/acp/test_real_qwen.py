@@ -217,6 +217,19 @@ def test_turn_with_permission_refused(sandbox: Sandbox, policy: str) -> None:
     assert not (sandbox.cwd / "refused.txt").exists()
 
 
+def test_write_outside_cwd_is_refused_by_the_client(sandbox: Sandbox) -> None:
+    # Qwen asks, and once allowed sends fs/write_text_file for <cwd>/../escaped.txt as it is (".." kept)
+    out = sandbox.prompt_json("WRITE ../escaped.txt should never land", "--approve", "all")
+    [call_id] = sandbox.fake.tool_call_ids
+    assert out["stopReason"] == "end_turn"
+    assert out["permissions"] == [{"toolCallId": call_id, "outcome": "selected", "optionId": "proceed_once"}]
+    assert [(c["toolCallId"], c["status"]) for c in out["toolCalls"]] == [(call_id, "failed")]
+    assert out["files_written"] == []
+    assert not (sandbox.cwd.parent / "escaped.txt").exists()
+    told = sandbox.fake.completions()[-1]["messages"][-1]  # the refusal reached the model as the tool's result
+    assert told["role"] == "tool" and "outside" in str(told["content"])
+
+
 def _interrupt_when_streaming(sandbox: Sandbox, run: Running) -> tuple[int, str, str]:
     """SIGINT the CLI once the fake model is part-way through its slow reply; its exit code and output."""
     if not sandbox.fake.slow_streaming.wait(RUN_LIMIT):
