@@ -261,6 +261,18 @@ def test_text_streams_to_stdout_as_it_arrives(sandbox: Sandbox) -> None:
     assert stdout.startswith("tick 0 tick 1 ")
 
 
+def test_agent_killed_mid_turn_is_one_clear_error(sandbox: Sandbox) -> None:
+    """A crash mid-turn (every agent process SIGKILLed while the model streams): exit 1, one stderr line."""
+    run = sandbox.start(sandbox.prompt_args("SLOW reply please", "--json", "--approve", "all"))
+    assert sandbox.fake.slow_streaming.wait(RUN_LIMIT), f"the slow reply never started: {run.finish()}"
+    for pid in agent_processes(sandbox.marker):
+        os.kill(pid, signal.SIGKILL)
+    code, stdout, stderr = run.finish()
+    assert code == 1 and stdout == "", f"exit {code}: {stdout!r}"
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, stderr
+    assert "SIGKILL" in stderr, stderr  # the error names what happened to the agent
+
+
 def test_session_load_in_a_new_process(sandbox: Sandbox) -> None:
     first = sandbox.prompt_json("REMEMBER the word pelican", "--approve", "none")
     session = first["sessionId"]
