@@ -149,6 +149,11 @@ class Sandbox:
                                 env=self.process_env())
         return Running(proc)
 
+    def tool_results(self) -> list[list[dict[str, Any]]]:
+        """The messages of every model request that carried a tool's result last."""
+        return [list(body["messages"]) for body in self.fake.completions()
+                if (body.get("messages") or [{}])[-1].get("role") == "tool"]
+
     def completion_for(self, asked: str) -> list[dict[str, Any]]:
         """The messages of the model request made for the user prompt `asked`."""
         for body in self.fake.completions():
@@ -201,9 +206,8 @@ def test_turn_with_permission_and_file_write(sandbox: Sandbox) -> None:
     assert [(c["toolCallId"], c["kind"], c["status"]) for c in out["toolCalls"]] == [(call_id, "edit", "completed")]
     assert [(sandbox.cwd / name).resolve() for name in out["files_written"]] == [target.resolve()]
     assert target.read_text() == "written through the client"
-    # the model saw the tool's result before its last reply
-    after = sandbox.fake.completions()[-1]["messages"]
-    assert after[-1]["role"] == "tool" and asked in last_user_text(after)
+    [after] = sandbox.tool_results()  # the model saw the tool's result before its last reply
+    assert asked in last_user_text(after) and "notes.txt" in str(after[-1]["content"])
 
 
 @pytest.mark.parametrize("policy", ["none", "reads"])  # a write is not a read-only tool kind
@@ -226,8 +230,8 @@ def test_write_outside_cwd_is_refused_by_the_client(sandbox: Sandbox) -> None:
     assert [(c["toolCallId"], c["status"]) for c in out["toolCalls"]] == [(call_id, "failed")]
     assert out["files_written"] == []
     assert not (sandbox.cwd.parent / "escaped.txt").exists()
-    told = sandbox.fake.completions()[-1]["messages"][-1]  # the refusal reached the model as the tool's result
-    assert told["role"] == "tool" and "outside" in str(told["content"])
+    [told] = sandbox.tool_results()  # the refusal reached the model as the tool's result
+    assert "outside" in str(told[-1]["content"])
 
 
 def _interrupt_when_streaming(sandbox: Sandbox, run: Running) -> tuple[int, str, str]:
