@@ -14,6 +14,7 @@ bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.files) and 
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -173,8 +174,8 @@ class AcpAgent:
         process.popen.wait()
         if connection.join(1.0):
             return
-        for sig in ("SIGTERM", "SIGKILL"):
-            process.signal_group(getattr(__import__("signal"), sig))
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            process.signal_group(sig)
             if connection.join(self.timeouts.stop_grace):
                 return
         connection.fail_pending(ConnectionClosed(f"the agent {process.describe_exit()}, but its output stayed open"))
@@ -188,9 +189,9 @@ class AcpAgent:
             self._log(f"stopping the agent (pid {process.pid}): {reason}")
         connection.close(f"the agent was stopped: {reason}")
         process.stop(self.timeouts.stop_grace)
-        connection.join(2.0)
+        reader_done = connection.join(2.0)
         connection.fail_pending(ConnectionClosed(f"the agent was stopped: {reason}"))
-        if not connection._thread or not connection._thread.is_alive():
+        if reader_done:  # never close a stream another thread is still reading
             with contextlib.suppress(OSError, ValueError):
                 process.stdout.close()
 

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_agent_kit import safefile
+import mcp_agent_kit.safefile as safefile
 from mcp_agent_kit.acp.connection import RpcError
 from mcp_agent_kit.wire import acp as wire
 

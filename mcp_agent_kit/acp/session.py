@@ -202,9 +202,10 @@ class Session:
                     self._drop_rest(turn)
                     break
                 try:
-                    yield turn.events.get(timeout=POLL)
+                    event = turn.events.get(timeout=POLL)
                 except queue.Empty:
-                    pass
+                    continue
+                yield event
         finally:
             if not pending.done:  # the caller stopped iterating: the turn must not run on unseen
                 self.cancel()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import ClientOptions
-from mcp_agent_kit.acp.errors import AgentCrashed, NotSupported
+from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported
 from mcp_agent_kit.acp.permissions import AllowAll, AllowReads, Ask, DenyAll, PermissionRequest
 
 from .conftest import SDK_AGENT
@@ -202,3 +203,40 @@ def test_load_list_and_capability_gates(spawn: Any, tmp_path: Path) -> None:
     loaded.set_config_option("mode", "code")  # no configOptions: falls back to set_mode
     assert loaded.modes["currentModeId"] == "code"
     assert loaded.run("hi").text == "echo: hi"
+
+
+def test_config_options_are_set_with_set_config_option(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT)
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    session.run("updates")  # the agent announces its options with config_option_update
+    options = session.set_config_option("model", "slow")
+    assert options[0]["currentValue"] == "slow" and session.config_options == options
+
+
+def test_authenticate_with_a_key_passed_through_env(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT, env={"SDK_AGENT_AUTH": "1"})
+    info = agent.initialize()
+    assert [m["id"] for m in info.auth_methods] == ["key"]
+    with pytest.raises(AcpError) as caught:
+        agent.new_session(str(tmp_path))
+    assert caught.value.code == -32000
+    with pytest.raises(AcpError, match="no auth method 'nope'"):
+        agent.authenticate("nope")
+    agent.authenticate("key")
+    session = agent.new_session(str(tmp_path))
+    with pytest.raises(AgentCrashed):
+        session.run("crash")
+    assert session.run("back").text == "echo: back"  # respawned, re-authenticated, loaded
+
+
+def test_a_permission_question_pending_at_cancel_is_answered_cancelled(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn(SDK_AGENT, policy=Ask(lambda request: threading.Event().wait(30) or None))
+    agent.initialize()
+    session = agent.new_session(str(tmp_path))
+    for event in session.prompt("permission edit"):
+        if isinstance(event, ev.ToolCall) and event.kind == "tool_call":
+            session.cancel()
+    assert session.result is not None and session.result.stop_reason == "cancelled"
+    assert session.result.text == "outcome=cancelled option=None"  # what the agent received
+    assert session.result.permissions == [{"toolCallId": "p1", "outcome": "cancelled", "optionId": None}]

@@ -97,7 +97,7 @@ def test_a_turn_past_its_deadline_is_cancelled_then_the_agent_stopped(spawn: Any
 
 def test_an_agent_that_exits_at_start(spawn: Any) -> None:
     agent = spawn(raw_agent("exit_at_start"))
-    with pytest.raises(AgentCrashed, match="exited with code 2.*HOME is not set up"):
+    with pytest.raises(AgentCrashed, match=r"exited with code 2.*HOME is not set up"):
         agent.initialize()
 
 

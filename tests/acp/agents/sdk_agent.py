@@ -20,6 +20,12 @@ from acp import schema
 
 STORE = ".sdk-agent-sessions.json"
 ALL_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
+NEEDS_AUTH = bool(os.environ.get("SDK_AGENT_AUTH"))  # reaches us only through the client's --env
+
+
+def config(value: str) -> list[dict[str, Any]]:
+    return [{"type": "select", "id": "model", "name": "Model", "category": "model", "currentValue": value,
+             "options": [{"value": "fast", "name": "Fast"}, {"value": "slow", "name": "Slow"}]}]
 
 
 def modes() -> schema.SessionModeState:
@@ -38,7 +44,9 @@ class ScriptedAgent(acp.Agent):
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kw: Any) -> acp.InitializeResponse:
         self.client_capabilities = client_capabilities
+        self.authenticated = not NEEDS_AUTH
         return acp.InitializeResponse(
+            auth_methods=[schema.AuthMethodAgent(id="key", name="API key")] if NEEDS_AUTH else [],
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=schema.AgentCapabilities(
                 load_session=True,
@@ -55,7 +63,18 @@ class ScriptedAgent(acp.Agent):
         data[session_id] = session
         path.write_text(json.dumps(data))
 
+    async def authenticate(self, method_id: str, **kw: Any) -> Any:
+        if method_id != "key":
+            raise acp.RequestError(-32602, f"unknown method {method_id}")
+        self.authenticated = True
+        return schema.AuthenticateResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **kw: Any) -> Any:
+        return schema.SetSessionConfigOptionResponse.model_validate({"configOptions": config(str(value))})
+
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kw: Any) -> acp.NewSessionResponse:
+        if not self.authenticated:
+            raise acp.RequestError(-32000, "Authentication required")
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = {"cwd": cwd, "history": []}
         self._save(session_id)
@@ -113,9 +132,8 @@ class ScriptedAgent(acp.Agent):
             schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[
                 schema.AvailableCommand(name="web", description="search the web")]),
             schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id="code"),
-            schema.ConfigOptionUpdate.model_validate({"sessionUpdate": "config_option_update", "configOptions": [
-                {"type": "select", "id": "model", "name": "Model", "category": "model", "currentValue": "fast",
-                 "options": [{"value": "fast", "name": "Fast"}, {"value": "slow", "name": "Slow"}]}]}),
+            schema.ConfigOptionUpdate.model_validate({"sessionUpdate": "config_option_update",
+                                                      "configOptions": config("fast")}),
             schema.SessionInfoUpdate(session_update="session_info_update", title="A title",
                                      updated_at="2026-12-01T00:00:00Z"),
             schema.UsageUpdate(session_update="usage_update", used=10, size=1000,
