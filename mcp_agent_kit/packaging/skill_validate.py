@@ -22,8 +22,8 @@ from pathlib import Path
 
 from mcp_agent_kit.safefile import UnsafeFileError
 from mcp_agent_kit.safefile import read_bytes as safe_read
+from mcp_agent_kit.wire import frontmatter
 
-from . import frontmatter
 from .findings import ERROR, WARNING, Finding, errors, warnings
 from .fsutil import scan_tree
 

@@ -1,0 +1,215 @@
+"""skills_ext: the Skills extension (SEP-2640) on one dispatcher — skills/list, skills/get and
+resources/directory/read, both eras.
+
+Each served skill is a SkillTree (core.skill_tree) registered under `skill://<skill-path>/`; every
+file is also an ordinary resource in the registry (SKILL.md as text/markdown with the
+frontmatter's name and description), so `resources/read` serves it like any other resource and
+hosts without the extension still reach it. Listings re-stat the trees (core.skill_tree) and keep
+the registry's resources in step with the files. With a skill served the extension is declared
+(`{}` or `{"directoryRead": true}`) with the `resources` capability; without one the methods are
+unknown (-32601). 2025-11-25 gets the same results without resultType, ttlMs and cacheScope
+(wire.mcp shaping). Rules: sans-IO apart from the trees' file reads; validation of a skill
+directory is the caller's (server.Server.skills runs the kit's validator first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mimetypes
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_agent_kit.core.call import Call, Method
+from mcp_agent_kit.core.extension import Contributions
+from mcp_agent_kit.core.methods import page_cursor, page_offset
+from mcp_agent_kit.core.registry import ResourceNotFound
+from mcp_agent_kit.core.skill_tree import SkillRejected, SkillTree
+from mcp_agent_kit.wire import mcp, skills
+from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.dispatcher import Dispatcher
+    from mcp_agent_kit.core.registry import Registry
+
+__all__ = ["SkillRejected", "SkillsExtension"]
+
+
+def mime_of(rel: str, data: bytes) -> str:
+    if rel == skills.SKILL_MD:
+        return skills.MARKDOWN
+    guessed = mimetypes.guess_type(rel, strict=False)[0]
+    if guessed:
+        return guessed
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "application/octet-stream"
+    return "text/plain"
+
+
+def file_content(data: bytes) -> str | bytes:
+    """What resources/read sends: the exact bytes as text when they are UTF-8, else a blob."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+class SkillsExtension:
+    """The skills one server publishes, and the three methods that publish them."""
+
+    name = "skills"
+
+    def __init__(self, *, directory_read: bool = True) -> None:
+        self.directory_read = directory_read
+        self._trees: dict[str, SkillTree] = {}  # SKILL.md uri -> tree
+        self._lock = threading.Lock()
+        self._registry: Registry | None = None
+
+    def bind(self, dispatcher: Dispatcher) -> Contributions:
+        self._registry = dispatcher.registry
+        rows: dict[str, Callable[[Call], dict[str, Any]]] = {
+            "skills/list": self.skills_list,
+            "skills/get": self.skills_get,
+            "resources/directory/read": self.directory_read_method,
+        }
+        return Contributions(
+            methods={(name, era): Method(fn) for name, fn in rows.items() for era in mcp.ERAS},
+            capabilities={era: self._declare for era in mcp.ERAS},
+        )
+
+    def close(self) -> None:
+        return None
+
+    # ---- registration -------------------------------------------------------------------------------
+    def add(self, directory: Path, skill_path: str) -> SkillTree:
+        """Serve one (already validated) skill directory at skill://<skill_path>/SKILL.md."""
+        tree = SkillTree(directory, skill_path)
+        name = tree.frontmatter.get("name")
+        if name != skill_path.rsplit("/", 1)[-1]:
+            raise SkillRejected(str(directory), [f"frontmatter name {name!r} is not the last segment of {skill_path}"])
+        with self._lock:
+            if tree.uri in self._trees:
+                raise SkillRejected(str(directory), [f"{tree.uri} is already served"])
+            self._trees[tree.uri] = tree
+        for rel in tree.paths():
+            self._register(tree, rel)
+        return tree
+
+    @property
+    def trees(self) -> list[SkillTree]:
+        with self._lock:
+            return [self._trees[uri] for uri in sorted(self._trees)]
+
+    def _register(self, tree: SkillTree, rel: str) -> None:
+        registry = self._registry
+        assert registry is not None, "bind() first"
+
+        def read() -> str | bytes:
+            if rel not in tree.paths():
+                raise ResourceNotFound(tree.uri_of(rel))
+            return file_content(tree.read(rel))
+
+        if rel == skills.SKILL_MD:
+            front = tree.frontmatter
+            registry.add_resource(tree.uri, read, name=str(front.get("name")),
+                                  description=str(front.get("description")), mime_type=skills.MARKDOWN)
+        else:
+            sample = tree.read(rel)[:4096]
+            registry.add_resource(tree.uri_of(rel), read, name=rel, mime_type=mime_of(rel, sample),
+                                  description=f"a file of the {tree.frontmatter.get('name')} skill")
+
+    def _sync(self, tree: SkillTree) -> None:
+        """Re-stat one tree; follow added and removed files in the registry."""
+        registry = self._registry
+        assert registry is not None
+        before = set(tree.paths())
+        if not tree.refresh():
+            return
+        after = set(tree.paths())
+        for rel in sorted(before - after):
+            with contextlib.suppress(KeyError):  # already gone
+                registry.remove_resource(tree.uri_of(rel))
+        for rel in sorted(after - before):
+            self._register(tree, rel)
+
+    def _current(self) -> list[SkillTree]:
+        trees = self.trees
+        for tree in trees:
+            self._sync(tree)
+        return trees
+
+    # ---- capabilities ---------------------------------------------------------------------------------
+    def _declare(self, version: str, caps: dict[str, Any]) -> None:
+        if not self._trees:
+            return
+        caps.setdefault("resources", {"subscribe": False, "listChanged": False})
+        settings: dict[str, Any] = {"directoryRead": True} if self.directory_read else {}
+        caps["extensions"] = {**caps.get("extensions", {}), skills.EXTENSION: settings}
+
+    def _served(self, call: Call) -> None:
+        if not self._trees:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method} (this server serves no skills)")
+
+    # ---- methods ----------------------------------------------------------------------------------------
+    def skills_list(self, call: Call) -> dict[str, Any]:
+        self._served(call)
+        trees = self._current()
+        size = call.registry.page_size
+        start = page_offset("skills", call.params.get("cursor"), len(trees))
+        result: dict[str, Any] = {"skills": [tree.entry() for tree in trees[start : start + size]]}
+        if start + size < len(trees):
+            result["nextCursor"] = page_cursor("skills", start + size)
+        return result
+
+    def skills_get(self, call: Call) -> dict[str, Any]:
+        self._served(call)
+        uri = call.params.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(INVALID_PARAMS, 'Invalid params: skills/get needs "uri", the URI of a SKILL.md')
+        with self._lock:
+            tree = self._trees.get(uri)
+        if tree is None:
+            raise RpcError(INVALID_PARAMS, f"No skill is served at {uri}", {"uri": uri})
+        self._sync(tree)
+        return {"skill": tree.entry()}
+
+    def directory_read_method(self, call: Call) -> dict[str, Any]:
+        self._served(call)
+        if not self.directory_read:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: resources/directory/read (directoryRead is off)")
+        uri = call.params.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(INVALID_PARAMS, 'Invalid params: resources/directory/read needs "uri"')
+        children = self._children(uri)
+        if children is None:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {uri} is not a directory of a served skill", {"uri": uri})
+        size = call.registry.page_size
+        start = page_offset("directory", call.params.get("cursor"), len(children))
+        result: dict[str, Any] = {"resources": children[start : start + size]}
+        if start + size < len(children):
+            result["nextCursor"] = page_cursor("directory", start + size)
+        return result
+
+    def _children(self, uri: str) -> list[dict[str, Any]] | None:
+        registry = self._registry
+        assert registry is not None
+        for tree in self.trees:
+            if uri != tree.root and not uri.startswith(tree.root + "/"):
+                continue
+            self._sync(tree)
+            found = tree.children(uri[len(tree.root) + 1 :])
+            if found is None:
+                return None
+            rows = []
+            for rel, is_dir in found:
+                child = tree.uri_of(rel)
+                if is_dir:
+                    rows.append({"uri": child, "name": rel.rsplit("/", 1)[-1], "mimeType": skills.DIRECTORY_MIME})
+                else:
+                    definition = registry.find_resource(child)
+                    rows.append(dict(definition[0].wire) if definition else {"uri": child, "name": rel})
+            return rows
+        return None
