@@ -55,8 +55,8 @@ def _only_successes(checks: list[dict[str, object]], version: str) -> None:
 @pytest.fixture(scope="module")
 def everything_url() -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples/everything_server.py"), "--http", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [sys.executable, str(ROOT / "examples/everything_server.py"), "--http", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

@@ -95,15 +95,14 @@ def test_entry_checks() -> None:
     good = {"uri": SKILL_URI, "frontmatter": {"name": "pdf-tools", "description": "d"},
             "resources": [{"uri": SKILL_URI, "digest": skills.digest(b""), "size": 0}]}
     assert skills.check_entry(good) == []
+    empty = skills.digest(b"")
     cases = {
         "not the final URI segment": {**good, "frontmatter": {"name": "other", "description": "d"}},
         "does not list SKILL.md": {**good, "resources": []},
-        "'..'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/../x", "digest": skills.digest(b""),
-                                                               "size": 0}]},
-        "'%'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/%2e%2e/x",
-                                                              "digest": skills.digest(b""), "size": 0}]},
+        "'..'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/../x", "digest": empty, "size": 0}]},
+        "'%'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/%2e%2e/x", "digest": empty, "size": 0}]},
         "64 lowercase hex": {**good, "resources": [{"uri": SKILL_URI, "digest": "sha256:ABC", "size": 0}]},
-        "non-negative integer": {**good, "resources": [{"uri": SKILL_URI, "digest": skills.digest(b""), "size": True}]},
+        "non-negative integer": {**good, "resources": [{"uri": SKILL_URI, "digest": empty, "size": True}]},
         "array or": {**good, "resources": None},
     }
     for needle, entry in cases.items():

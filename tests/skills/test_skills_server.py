@@ -140,7 +140,7 @@ def test_limits_refused_at_registration(tmp_path: Path) -> None:
     many = {f"refs/f{i}.txt": b"x" for i in range(512)}
     with pytest.raises(SkillRejected, match="more than 512 files"):
         Server("limits").skills(make_skill(tmp_path, "many-files", files=many))
-    big = make_skill(tmp_path, "big-files", files={"assets/a.bin": b"\0" * (9 << 20), "assets/b.bin": b"\0" * (8 << 20)})
+    big = make_skill(tmp_path, "big-files", files={"assets/a.bin": bytes(9 << 20), "assets/b.bin": bytes(8 << 20)})
     with pytest.raises(SkillRejected, match="16777216-byte"):
         Server("limits").skills(big)
 
@@ -169,7 +169,8 @@ def test_digests_follow_the_files_without_rereading(tmp_path: Path, monkeypatch:
     assert "skill://pdf-tools/references/NEW.md" in listed
     (root / "references" / "NEW.md").unlink()
     client.request("skills/list")
-    assert "skill://pdf-tools/references/NEW.md" not in {r["uri"] for r in client.request("resources/list")["resources"]}
+    listed = {row["uri"] for row in client.request("resources/list")["resources"]}
+    assert "skill://pdf-tools/references/NEW.md" not in listed
 
 
 def test_prefix_and_duplicates(tmp_path: Path) -> None:
