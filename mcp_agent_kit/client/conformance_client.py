@@ -4,7 +4,8 @@
 the scenario named in MCP_CONFORMANCE_SCENARIO exercises (tool calls listed in
 MCP_CONFORMANCE_CONTEXT, MRTR tools, the standard header methods, skills: list, then load the
 first listed skill and read its files), using the public Client API only. Exit status 0 when
-every step worked. Rules: no scenario knowledge beyond which public calls to make; everything checked is the Client's ordinary behaviour.
+every step worked. Rules: no scenario knowledge beyond which public calls to make; everything
+checked is the Client's ordinary behaviour.
 """
 
 from __future__ import annotations

@@ -99,8 +99,10 @@ def test_entry_checks() -> None:
     cases = {
         "not the final URI segment": {**good, "frontmatter": {"name": "other", "description": "d"}},
         "does not list SKILL.md": {**good, "resources": []},
-        "'..'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/../x", "digest": empty, "size": 0}]},
-        "'%'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/%2e%2e/x", "digest": empty, "size": 0}]},
+        "'..'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/../x", "digest": empty,
+                                                               "size": 0}]},
+        "'%'": {**good, "resources": [*good["resources"], {"uri": "skill://pdf-tools/%2e%2e/x", "digest": empty,
+                                                              "size": 0}]},
         "64 lowercase hex": {**good, "resources": [{"uri": SKILL_URI, "digest": "sha256:ABC", "size": 0}]},
         "non-negative integer": {**good, "resources": [{"uri": SKILL_URI, "digest": empty, "size": True}]},
         "array or": {**good, "resources": None},
