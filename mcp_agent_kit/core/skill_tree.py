@@ -4,13 +4,15 @@ A SkillTree walks its directory once at registration (regular files, and symlink
 files inside it; `.git` left out), reads each file once to hash it, and keeps (stat key, size,
 digest) per file. `refresh()` re-stats the tree and re-hashes only files whose stat changed, so
 an unchanged skill is never re-read to answer a listing; `read()` serves a file's bytes, confined
-to the directory and capped, and updates its digest when the file changed since. Rules: no
-protocol or registry knowledge (core.skills_ext maps a tree onto both); the SKILL.md and digest
-logic is wire.skills'.
+to the directory and capped, and updates its digest when the file changed since. A tree is one
+kind of skill source for core.skills_ext (core.skill_relay is the other). Rules: no protocol or
+registry knowledge (core.skills_ext maps a source onto both); the SKILL.md and digest logic is
+wire.skills'.
 """
 
 from __future__ import annotations
 
+import mimetypes
 import os
 import stat
 import threading
@@ -161,16 +163,35 @@ class SkillTree:
                 self._files[rel] = FileState(_key(os.stat(path)), len(data), skills.digest(data))
         return data
 
-    def children(self, rel_dir: str) -> list[tuple[str, bool]] | None:
-        """(relative path, is a directory) of the direct children of a directory in the tree,
-        from the files served; None when rel_dir is not a directory of it ('' is the root)."""
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        found: dict[str, bool] = {}
-        for rel in self.paths():
-            if not rel.startswith(prefix):
-                continue
-            head, sep, _ = rel[len(prefix) :].partition("/")
-            found[prefix + head] = found.get(prefix + head, False) or bool(sep)
-        if not found:
-            return None
-        return sorted(found.items())
+    def mime(self, rel: str) -> str:
+        return mime_of(rel, self.read(rel)[:4096])
+
+
+def mime_of(rel: str, sample: bytes | None) -> str:
+    """SKILL.md is text/markdown; others by name, else text/plain for UTF-8 and octet-stream."""
+    if rel == SKILL_MD:
+        return skills.MARKDOWN
+    guessed = mimetypes.guess_type(rel, strict=False)[0]
+    if guessed or sample is None:
+        return guessed or "application/octet-stream"
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(sample) - 3:  # not just a character cut at the sample's end
+            return "application/octet-stream"
+    return "text/plain"
+
+
+def children(paths: list[str], rel_dir: str) -> list[tuple[str, bool]] | None:
+    """(relative path, is a directory) of the direct children of directory rel_dir ('' is the
+    root) among a skill's file paths; None when it is not a directory of them."""
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    found: dict[str, bool] = {}
+    for rel in paths:
+        if not rel.startswith(prefix):
+            continue
+        head, sep, _ = rel[len(prefix) :].partition("/")
+        found[prefix + head] = found.get(prefix + head, False) or bool(sep)
+    if not found:
+        return None
+    return sorted(found.items())

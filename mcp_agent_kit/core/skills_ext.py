@@ -1,7 +1,8 @@
 """skills_ext: the Skills extension (SEP-2640) on one dispatcher — skills/list, skills/get and
 resources/directory/read, both eras.
 
-Each served skill is a SkillTree (core.skill_tree) registered under `skill://<skill-path>/`; every
+Each served skill is a source — a directory (core.skill_tree) or another server's skill relayed
+by the gateway (core.skill_relay) — registered under `skill://<skill-path>/`; every
 file is also an ordinary resource in the registry (SKILL.md as text/markdown with the
 frontmatter's name and description), so `resources/read` serves it like any other resource and
 hosts without the extension still reach it. Listings re-stat the trees (core.skill_tree) and keep
@@ -15,17 +16,16 @@ directory is the caller's (server.Server.skills runs the kit's validator first).
 from __future__ import annotations
 
 import contextlib
-import mimetypes
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.core.methods import page_cursor, page_offset
 from mcp_agent_kit.core.registry import ResourceNotFound
-from mcp_agent_kit.core.skill_tree import SkillRejected, SkillTree
+from mcp_agent_kit.core.skill_tree import SkillRejected, SkillTree, children
 from mcp_agent_kit.wire import mcp, skills
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
@@ -33,20 +33,22 @@ if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Dispatcher
     from mcp_agent_kit.core.registry import Registry
 
-__all__ = ["SkillRejected", "SkillsExtension"]
+__all__ = ["SkillRejected", "SkillSource", "SkillsExtension"]
 
 
-def mime_of(rel: str, data: bytes) -> str:
-    if rel == skills.SKILL_MD:
-        return skills.MARKDOWN
-    guessed = mimetypes.guess_type(rel, strict=False)[0]
-    if guessed:
-        return guessed
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "application/octet-stream"
-    return "text/plain"
+class SkillSource(Protocol):
+    """A served skill: a directory (core.skill_tree) or another server's skill (core.skill_relay)."""
+
+    uri: str
+    root: str
+    frontmatter: dict[str, Any]
+
+    def refresh(self) -> bool: ...
+    def paths(self) -> list[str]: ...
+    def uri_of(self, rel: str) -> str: ...
+    def entry(self) -> dict[str, Any]: ...
+    def read(self, rel: str) -> bytes: ...
+    def mime(self, rel: str) -> str: ...
 
 
 def file_content(data: bytes) -> str | bytes:
@@ -64,7 +66,7 @@ class SkillsExtension:
 
     def __init__(self, *, directory_read: bool = True) -> None:
         self.directory_read = directory_read
-        self._trees: dict[str, SkillTree] = {}  # SKILL.md uri -> tree
+        self._trees: dict[str, SkillSource] = {}  # SKILL.md uri -> source
         self._lock = threading.Lock()
         self._registry: Registry | None = None
 
@@ -87,23 +89,39 @@ class SkillsExtension:
     def add(self, directory: Path, skill_path: str) -> SkillTree:
         """Serve one (already validated) skill directory at skill://<skill_path>/SKILL.md."""
         tree = SkillTree(directory, skill_path)
-        name = tree.frontmatter.get("name")
-        if name != skill_path.rsplit("/", 1)[-1]:
-            raise SkillRejected(str(directory), [f"frontmatter name {name!r} is not the last segment of {skill_path}"])
-        with self._lock:
-            if tree.uri in self._trees:
-                raise SkillRejected(str(directory), [f"{tree.uri} is already served"])
-            self._trees[tree.uri] = tree
-        for rel in tree.paths():
-            self._register(tree, rel)
+        self.add_source(tree, str(directory))
         return tree
 
+    def add_source(self, source: SkillSource, label: str | None = None) -> None:
+        """Serve one skill source at its URI; SkillRejected when the URI is taken or the
+        frontmatter name is not the URI's final segment."""
+        name = source.frontmatter.get("name")
+        if name != skills.skill_name(source.uri):
+            problem = f"frontmatter name {name!r} is not the last segment of {source.uri}"
+            raise SkillRejected(label or source.uri, [problem])
+        with self._lock:
+            if source.uri in self._trees:
+                raise SkillRejected(label or source.uri, [f"{source.uri} is already served"])
+            self._trees[source.uri] = source
+        for rel in source.paths():
+            self._register(source, rel)
+
+    def remove(self, uri: str) -> None:
+        """Stop serving the skill at `uri` (its files leave the resources too)."""
+        with self._lock:
+            source = self._trees.pop(uri)
+        registry = self._registry
+        assert registry is not None
+        for rel in source.paths():
+            with contextlib.suppress(KeyError):
+                registry.remove_resource(source.uri_of(rel))
+
     @property
-    def trees(self) -> list[SkillTree]:
+    def trees(self) -> list[SkillSource]:
         with self._lock:
             return [self._trees[uri] for uri in sorted(self._trees)]
 
-    def _register(self, tree: SkillTree, rel: str) -> None:
+    def _register(self, tree: SkillSource, rel: str) -> None:
         registry = self._registry
         assert registry is not None, "bind() first"
 
@@ -117,11 +135,10 @@ class SkillsExtension:
             registry.add_resource(tree.uri, read, name=str(front.get("name")),
                                   description=str(front.get("description")), mime_type=skills.MARKDOWN)
         else:
-            sample = tree.read(rel)[:4096]
-            registry.add_resource(tree.uri_of(rel), read, name=rel, mime_type=mime_of(rel, sample),
+            registry.add_resource(tree.uri_of(rel), read, name=rel, mime_type=tree.mime(rel),
                                   description=f"a file of the {tree.frontmatter.get('name')} skill")
 
-    def _sync(self, tree: SkillTree) -> None:
+    def _sync(self, tree: SkillSource) -> None:
         """Re-stat one tree; follow added and removed files in the registry."""
         registry = self._registry
         assert registry is not None
@@ -135,7 +152,7 @@ class SkillsExtension:
         for rel in sorted(after - before):
             self._register(tree, rel)
 
-    def _current(self) -> list[SkillTree]:
+    def _current(self) -> list[SkillSource]:
         trees = self.trees
         for tree in trees:
             self._sync(tree)
@@ -200,7 +217,7 @@ class SkillsExtension:
             if uri != tree.root and not uri.startswith(tree.root + "/"):
                 continue
             self._sync(tree)
-            found = tree.children(uri[len(tree.root) + 1 :])
+            found = children(tree.paths(), uri[len(tree.root) + 1 :])
             if found is None:
                 return None
             rows = []
