@@ -58,7 +58,10 @@ class SkillTree:
         self._lock = threading.Lock()
         self._files: dict[str, FileState] = {}
         self.frontmatter: dict[str, Any] = {}
-        self.refresh()
+        try:
+            self.refresh()
+        except OSError as exc:
+            raise SkillRejected(str(directory), [str(exc)]) from exc
         problems = self.limit_problems()
         if SKILL_MD not in self._files:
             problems.append(f"{SKILL_MD} is missing")
@@ -103,7 +106,12 @@ class SkillTree:
             for rel in sorted(stats):
                 state = old.get(rel)
                 key = _key(stats[rel])
-                files[rel] = state if state is not None and state.key == key else self._hash(rel, key)
+                if state is None or state.key != key:
+                    try:
+                        state = self._hash(rel, key)
+                    except FileNotFoundError:  # removed since the walk
+                        continue
+                files[rel] = state
             self._files = files
             skill_md = files.get(SKILL_MD)
             if skill_md is not None and (old.get(SKILL_MD) != skill_md or not self.frontmatter):

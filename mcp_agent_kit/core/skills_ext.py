@@ -128,7 +128,10 @@ class SkillsExtension:
         def read() -> str | bytes:
             if rel not in tree.paths():
                 raise ResourceNotFound(tree.uri_of(rel))
-            return file_content(tree.read(rel))
+            try:
+                return file_content(tree.read(rel))
+            except FileNotFoundError as exc:  # removed since the last listing
+                raise ResourceNotFound(tree.uri_of(rel)) from exc
 
         if rel == skills.SKILL_MD:
             front = tree.frontmatter
