@@ -92,13 +92,7 @@ def _skill_new(args: argparse.Namespace) -> int:
 
 
 def _from_server(args: argparse.Namespace) -> int:
-    from mcp_agent_kit.client.channel import PeerError
-    from mcp_agent_kit.client.client import Client
-    from mcp_agent_kit.client.inputs import ClientError
-    from mcp_agent_kit.wire.jsonrpc import RpcError
-    from mcp_agent_kit.wire.skills import SkillError
-
-    from .skill_fetch import FetchError, fetch, install
+    from .skill_fetch import FetchError, fetch, install, listing, with_server
 
     command: list[str] = args.server_command
     if bool(command) == bool(args.from_url):
@@ -106,33 +100,20 @@ def _from_server(args: argparse.Namespace) -> int:
                     code=USAGE)
     if not args.list and not args.path:
         return fail("name the skill to install", "give NAME (or its SKILL.md URI), or --list to see them", USAGE)
-    if command:
-        client = Client.stdio(command[0], command[1:], allow_legacy=True, timeout=15.0)
-    else:
-        client = Client.http(args.from_url, allow_legacy=True, timeout=15.0)
     try:
-        client.connect()
         if args.list:
-            for entry in client.list_skills():
-                print(f"{entry['frontmatter'].get('name')}\t{entry['uri']}\t{entry['frontmatter'].get('description')}")
-            for uri, why in sorted(client.skills.declined.items()):
-                print(f"declined {uri}: {why}", file=sys.stderr)
+            for name, uri, about in with_server(command, args.from_url, listing):
+                print(f"{name}\t{uri}\t{about}", file=sys.stderr if name == "declined" else sys.stdout)
             return OK
-        fetched = fetch(client, args.path)
+        fetched = with_server(command, args.from_url, lambda client: fetch(client, args.path))
         dest = Path(args.out) if args.out else Path.home() / ".claude" / "skills"
         target = install(fetched, dest, force=args.force)
     except FetchError as exc:
         for finding in exc.findings:
             print(finding, file=sys.stderr)
-        return fail(str(exc), code=INVALID)
+        return fail(str(exc), exc.fix, INVALID)
     except TargetExistsError as exc:
         return fail(str(exc), code=INVALID)
-    except (SkillError, RpcError, ClientError) as exc:
-        return fail(f"the server's skills cannot be used: {exc}", code=INVALID)
-    except (PeerError, OSError) as exc:
-        return fail(f"cannot reach the server: {exc}", "check the command after -- or the --from-url URL", INVALID)
-    finally:
-        client.close()
     print(f"Installed skill '{fetched.name}' from {fetched.uri} to {target}")
     return OK
 

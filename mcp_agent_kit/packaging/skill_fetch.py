@@ -13,26 +13,60 @@ unless `force`. Rules: talks to servers only through client.Client; no CLI parsi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
+from mcp_agent_kit.client.inputs import ClientError
 from mcp_agent_kit.safefile import check_parent_inside
 from mcp_agent_kit.wire import skills
+from mcp_agent_kit.wire.jsonrpc import RpcError
 from mcp_agent_kit.wire.skills import SkillError
 
 from .findings import errors
 from .fsutil import install_tree
 from .skill_validate import validate_skill
 
+T = TypeVar("T")
+CONNECT_TIMEOUT = 15.0
+
 
 class FetchError(Exception):
     """The skill was not installed; the message says why (and `findings` the validator's errors)."""
 
-    def __init__(self, message: str, findings: list[str] | None = None) -> None:
+    def __init__(self, message: str, findings: list[str] | None = None, fix: str | None = None) -> None:
         super().__init__(message)
         self.findings = findings or []
+        self.fix = fix
+
+
+def with_server(command: list[str], url: str | None, use: Callable[[Client], T]) -> T:
+    """Run use(client) on the server at `command` (stdio) or `url` (HTTP), then close it; the
+    client's failures become FetchError."""
+    if command:
+        client = Client.stdio(command[0], command[1:], allow_legacy=True, timeout=CONNECT_TIMEOUT)
+    else:
+        client = Client.http(str(url), allow_legacy=True, timeout=CONNECT_TIMEOUT)
+    try:
+        client.connect()
+        return use(client)
+    except (SkillError, RpcError, ClientError) as exc:
+        raise FetchError(f"the server's skills cannot be used: {exc}") from exc
+    except (PeerError, OSError) as exc:
+        raise FetchError(f"cannot reach the server: {exc}", fix="check the command after -- or the --from-url URL") \
+            from exc
+    finally:
+        client.close()
+
+
+def listing(client: Client) -> list[tuple[str, str, str]]:
+    """(name, uri, description) of each loadable skill, then ("declined", uri, why) of the others."""
+    rows = [(str(e["frontmatter"].get("name")), e["uri"], str(e["frontmatter"].get("description")))
+            for e in client.list_skills()]
+    return rows + [("declined", uri, why) for uri, why in sorted(client.skills.declined.items())]
 
 
 @dataclass(frozen=True)
