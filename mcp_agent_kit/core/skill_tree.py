@@ -125,7 +125,7 @@ class SkillTree:
     def _read_frontmatter(self) -> None:
         data = read_bytes(self.directory / SKILL_MD, limit=MAX_TOTAL_BYTES, root=self.directory)
         try:
-            self.frontmatter = skills.frontmatter_of(data.decode("utf-8"))
+            self.frontmatter = skills.frontmatter_json(data.decode("utf-8"))
         except (UnicodeDecodeError, skills.SkillError):
             self.frontmatter = {}
 

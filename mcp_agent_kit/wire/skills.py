@@ -174,6 +174,60 @@ def verify(data: bytes, resource: dict[str, Any]) -> None:
         raise SkillError(f"{uri}: the digest does not match the entry's; not loaded")
 
 
+_NULL = re.compile(r"~|null|Null|NULL")
+_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT = re.compile(r"[-+]?[0-9]+")
+_INT_BASE = re.compile(r"0o([0-7]+)|0x([0-9a-fA-F]+)")
+_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_VALUE_AFTER_KEY = re.compile(r"\s*(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s'\"][^:]*?|)\s*:(?:\s+(.*))?$")
+
+
+def core_scalar(text: str) -> Any:
+    """A plain YAML scalar as the YAML 1.2 core schema types it (null, bool, int, float; else the
+    text). Infinities and NaN, which JSON cannot carry, stay text."""
+    if _NULL.fullmatch(text):
+        return None
+    if text in _BOOL:
+        return _BOOL[text]
+    if _INT.fullmatch(text):
+        return int(text)
+    based = _INT_BASE.fullmatch(text)
+    if based:
+        return int(based.group(1), 8) if based.group(1) else int(based.group(2), 16)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    return text
+
+
+def frontmatter_json(text: str) -> dict[str, Any]:
+    """The frontmatter of a SKILL.md rendered as JSON the way YAML 1.2 core parsers (the
+    conformance suite's, most hosts') read it: plain scalars of mapping keys typed (`version: 2` is
+    2, `draft: true` is true, an empty value null), quoted and block scalars and sequence items
+    strings. SkillError when there is no readable frontmatter."""
+    doc = frontmatter.read(text.removeprefix("\ufeff"))
+    if doc.data is None or doc.problems:
+        detail = doc.problems[0].message if doc.problems else "no frontmatter mapping"
+        raise SkillError(f"the SKILL.md frontmatter cannot be read: {detail}")
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
+
+    def typed(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {key: typed(item, f"{path}.{key}" if path else key) for key, item in value.items()}
+        line = doc.key_lines.get(path)
+        if not isinstance(value, str) or line is None:
+            return value
+        found = _VALUE_AFTER_KEY.match(lines[line - 1])
+        rest = (found.group(1) or "") if found else ""
+        if not rest.strip() or rest.lstrip().startswith("#"):
+            return None if value == "" else value  # `key:` alone is null
+        if rest.lstrip()[0] in "\"'|>":
+            return value
+        return core_scalar(value)
+
+    result: dict[str, Any] = typed(doc.data, "")
+    return result
+
+
 def _canonical(value: Any) -> Any:
     """A JSON frontmatter value as the kit's YAML reader gives it (every scalar a string)."""
     if isinstance(value, dict):
@@ -182,23 +236,16 @@ def _canonical(value: Any) -> Any:
         return [_canonical(item) for item in value]
     if isinstance(value, bool):
         return "true" if value else "false"
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
-def frontmatter_of(text: str) -> dict[str, Any]:
-    """The frontmatter mapping of a SKILL.md text; SkillError when it has none or it is malformed."""
-    doc = frontmatter.read(text.removeprefix("\ufeff"))
-    if doc.data is None or doc.problems:
-        detail = doc.problems[0].message if doc.problems else "no frontmatter mapping"
-        raise SkillError(f"the SKILL.md frontmatter cannot be read: {detail}")
-    return dict(doc.data)
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
 
 
 def frontmatter_differences(text: str, expected: dict[str, Any]) -> list[str]:
-    """The fields where the SKILL.md text's frontmatter differs from the entry's (a missing key is null)."""
-    found = frontmatter_of(text)
+    """The fields where the SKILL.md text's frontmatter differs from the entry's (a missing key is
+    null). Scalars compare by their text, so `2` and `"2"`, `true` and `True` are the same field:
+    servers type plain YAML scalars differently (1.1 or 1.2 schema), never their content."""
+    found = _canonical(frontmatter_json(text))
     want = _canonical(expected)
     return [
         f"{key}: file={found.get(key)!r} entry={want.get(key)!r}"

@@ -117,3 +117,12 @@ def test_frontmatter_compare() -> None:
     assert skills.frontmatter_differences(text, {"name": "a", "description": "b", "metadata": {"v": 1}}) == []
     assert skills.frontmatter_differences(text, {"name": "a", "description": "c", "metadata": {"v": "1"}})
     assert skills.frontmatter_differences(text, {"name": "a", "description": "b"})  # a missing key differs
+
+
+def test_frontmatter_json_types_plain_scalars_as_yaml_core() -> None:
+    text = ("---\nname: a\ndescription: \"7\"\nversion: 2\nempty:\nmetadata:\n  ratio: 1.50\n  flag: true\n"
+            "  when: 2024-01-01\n  none: ~\n  q: '3'\n---\nbody\n")
+    assert skills.frontmatter_json(text) == {
+        "name": "a", "description": "7", "version": 2, "empty": None,
+        "metadata": {"ratio": 1.5, "flag": True, "when": "2024-01-01", "none": None, "q": "3"},
+    }

@@ -181,3 +181,12 @@ def test_prefix_and_duplicates(tmp_path: Path) -> None:
         server.skills(root, prefix="acme/docs")
     with pytest.raises(ValueError, match="prefix"):
         server.skills(root, prefix="/acme")
+
+
+def test_entry_frontmatter_is_typed_like_yaml_core(tmp_path: Path) -> None:
+    root = make_skill(tmp_path)
+    text = (root / "SKILL.md").read_text().replace("  owner: tests\n", "  owner: tests\n  revision: 3\n")
+    (root / "SKILL.md").write_text(text)
+    server = Server("typed", skills=[root])
+    entry = server.test_client().request("skills/get", {"uri": "skill://pdf-tools/SKILL.md"})["skill"]
+    assert entry["frontmatter"]["metadata"] == {"owner": "tests", "revision": 3}
