@@ -68,6 +68,7 @@ class SkillsExtension:
         self.directory_read = directory_read
         self._trees: dict[str, SkillSource] = {}  # SKILL.md uri -> source
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()  # one re-stat at a time keeps the registry in step
         self._registry: Registry | None = None
 
     def bind(self, dispatcher: Dispatcher) -> Contributions:
@@ -142,18 +143,24 @@ class SkillsExtension:
                                   description=f"a file of the {tree.frontmatter.get('name')} skill")
 
     def _sync(self, tree: SkillSource) -> None:
-        """Re-stat one tree; follow added and removed files in the registry."""
+        """Re-stat one tree; follow added and removed files (and SKILL.md's name and description)
+        in the registry."""
         registry = self._registry
         assert registry is not None
-        before = set(tree.paths())
-        if not tree.refresh():
-            return
-        after = set(tree.paths())
-        for rel in sorted(before - after):
-            with contextlib.suppress(KeyError):  # already gone
-                registry.remove_resource(tree.uri_of(rel))
-        for rel in sorted(after - before):
-            self._register(tree, rel)
+        with self._sync_lock:
+            before, front = set(tree.paths()), dict(tree.frontmatter)
+            changed = tree.refresh()
+            after = set(tree.paths())
+            if tree.frontmatter != front and skills.SKILL_MD in before & after:
+                before.discard(skills.SKILL_MD)  # listed again with the new name and description
+                changed = True
+            if not changed:
+                return
+            for rel in sorted(before - after) + ([skills.SKILL_MD] if skills.SKILL_MD not in before else []):
+                with contextlib.suppress(KeyError):  # already gone
+                    registry.remove_resource(tree.uri_of(rel))
+            for rel in sorted(after - before):
+                self._register(tree, rel)
 
     def _current(self) -> list[SkillSource]:
         trees = self.trees

@@ -190,3 +190,15 @@ def test_entry_frontmatter_is_typed_like_yaml_core(tmp_path: Path) -> None:
     server = Server("typed", skills=[root])
     entry = server.test_client().request("skills/get", {"uri": "skill://pdf-tools/SKILL.md"})["skill"]
     assert entry["frontmatter"]["metadata"] == {"owner": "tests", "revision": 3}
+
+
+def test_a_new_description_is_listed(tmp_path: Path) -> None:
+    root = make_skill(tmp_path)
+    server = Server("edits", skills=[root])
+    client = server.test_client()
+    skill_md = root / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("Do not use for anything else.", "Do not use for PDFs."))
+    entry = client.request("skills/get", {"uri": "skill://pdf-tools/SKILL.md"})["skill"]
+    assert entry["frontmatter"]["description"].endswith("Do not use for PDFs.")
+    rows = {row["uri"]: row for row in client.request("resources/list")["resources"]}
+    assert rows["skill://pdf-tools/SKILL.md"]["description"].endswith("Do not use for PDFs.")
