@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.core.methods import page_cursor, page_offset
-from mcp_agent_kit.core.registry import ResourceNotFound
+from mcp_agent_kit.core.registry import ResourceDef, ResourceNotFound
 from mcp_agent_kit.core.skill_tree import SkillRejected, SkillTree, children
 from mcp_agent_kit.wire import mcp, skills
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
@@ -100,9 +100,13 @@ class SkillsExtension:
         if name != skills.skill_name(source.uri):
             problem = f"frontmatter name {name!r} is not the last segment of {source.uri}"
             raise SkillRejected(label or source.uri, [problem])
+        registry = self._registry
+        assert registry is not None, "bind() first"
+        taken = [uri for uri in map(source.uri_of, source.paths()) if isinstance(
+            (registry.find_resource(uri) or (None,))[0], ResourceDef)]
         with self._lock:
-            if source.uri in self._trees:
-                raise SkillRejected(label or source.uri, [f"{source.uri} is already served"])
+            if source.uri in self._trees or taken:
+                raise SkillRejected(label or source.uri, [f"{(taken or [source.uri])[0]} is already served"])
             self._trees[source.uri] = source
         for rel in source.paths():
             self._register(source, rel)

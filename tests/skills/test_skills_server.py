@@ -202,3 +202,11 @@ def test_a_new_description_is_listed(tmp_path: Path) -> None:
     assert entry["frontmatter"]["description"].endswith("Do not use for PDFs.")
     rows = {row["uri"]: row for row in client.request("resources/list")["resources"]}
     assert rows["skill://pdf-tools/SKILL.md"]["description"].endswith("Do not use for PDFs.")
+
+
+def test_a_taken_resource_uri_refuses_the_skill_whole(tmp_path: Path) -> None:
+    server = Server("taken")
+    server.add_resource("skill://pdf-tools/references/GUIDE.md", lambda: "mine", name="mine")
+    with pytest.raises(SkillRejected, match=r"GUIDE\.md is already served"):
+        server.skills(make_skill(tmp_path))
+    assert [row.uri for row in server.listing("resources")] == ["skill://pdf-tools/references/GUIDE.md"]
