@@ -20,7 +20,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "wire": {"core", "transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server",
              "__main__", "loader"},
     "core": {"transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server", "__main__"},
-    "packaging": {"core", "transports", "client", "gateway", "httpd", "a2a", "scaffold", "server", "__main__"},
+    "packaging": {"core", "transports", "gateway", "httpd", "a2a", "scaffold", "server", "__main__"},
     "httpd": {"wire", "core", "transports", "client", "gateway", "a2a", "packaging", "scaffold", "server",
               "__main__", "loader"},
     "transports": {"client", "gateway", "a2a", "packaging", "scaffold", "__main__"},
