@@ -50,6 +50,10 @@ def _common(parser: Parser, session: bool) -> None:
     parser.add_argument("--session-id", metavar="ID",
                         help="continue this session (session/load, or session/resume) instead of a new one")
     parser.add_argument("--terminal", action="store_true", help="let the agent run commands (terminal/*) in --cwd")
+    parser.add_argument("--mode", metavar="ID",
+                        help="switch the session to this mode first (its mode config option, else session/set_mode)")
+    parser.add_argument("--config", action="append", default=[], metavar="ID=VALUE",
+                        help="set a session config option first (session/set_config_option; repeatable)")
 
 
 def parser() -> Parser:
@@ -134,7 +138,30 @@ def spawn(args: Any, command: list[str], session: bool) -> AcpAgent:
     return agent
 
 
+def configure(session: Session, args: Any) -> None:
+    """--mode and --config, applied before the first prompt; an option the agent lacks is one line."""
+    wanted = [tuple(pair.split("=", 1)) for pair in args.config]
+    bad = [pair for pair, got in zip(args.config, wanted, strict=True) if len(got) != 2 or not got[0]]
+    if bad:
+        raise CliError(f"--config wants ID=VALUE, got {bad[0]!r}", "e.g. --config model=fast", USAGE)
+    if args.mode:
+        mode_option = next((o.get("id") for o in session.config_options or []
+                            if isinstance(o, dict) and o.get("category") == "mode"), None)
+        wanted.insert(0, (str(mode_option or "mode"), args.mode))
+    try:
+        for config_id, value in wanted:
+            session.set_config_option(config_id, value)
+    except NotSupported as exc:
+        raise CliError(one_line(str(exc)), "leave out --mode/--config for this agent") from None
+
+
 def open_session(agent: AcpAgent, args: Any) -> Session:
+    session = _open_session(agent, args)
+    configure(session, args)
+    return session
+
+
+def _open_session(agent: AcpAgent, args: Any) -> Session:
     info = agent.initialize()
     if args.auth:
         agent.authenticate(args.auth)

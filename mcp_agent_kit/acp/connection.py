@@ -43,7 +43,11 @@ class RpcError(Exception):
     """A JSON-RPC error: raised by a handler to answer with it, raised by `Pending.wait` on an error reply."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({wire.error_name(code)}, code {code})")
+        detail = ""
+        if data is not None:  # agents put the real reason here (Qwen: {"details": "Connection error."})
+            shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+            detail = ": " + (shown if len(shown) <= 300 else shown[:300] + "...")
+        super().__init__(f"{message} ({wire.error_name(code)}, code {code}){detail}")
         self.code, self.message, self.data = code, message, data
 
     def to_json(self) -> dict[str, Any]:

@@ -48,3 +48,14 @@ def test_our_client_drives_the_echo_agent_and_continues_the_session_in_a_new_pro
     recalled = result_of(acp_prompt(work, sessions, "what did I say before?", "--session-id", sid))
     assert recalled["sessionId"] == sid
     assert recalled["text"].endswith("Before, you said: do not write")  # a load replays, then the turn answers
+
+
+def test_config_options_are_set_before_the_turn_and_unknown_ones_are_one_line(tmp_path: Path) -> None:
+    work, sessions = tmp_path / "work", tmp_path / "sessions"
+    work.mkdir()
+    shouted = result_of(acp_prompt(work, sessions, "quiet words", "--approve", "none", "--config", "case=upper"))
+    assert shouted["text"].startswith("Echo: QUIET WORDS")
+    for options, says in ((("--mode", "fast"), "unknown config option 'mode'"),
+                          (("--config", "nonsense"), "--config wants ID=VALUE")):
+        run = acp_prompt(work, sessions, "x", "--approve", "none", *options)
+        assert run.returncode != 0 and says in run.stderr and run.stderr.count("\n") == 1, run.stderr
