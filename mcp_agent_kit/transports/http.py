@@ -16,11 +16,11 @@ import threading
 import time
 from typing import Any
 
-from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
 from mcp_agent_kit.httpd.lifecycle import run_until_stopped
-from mcp_agent_kit.transports import http_headers
+from mcp_agent_kit.transports import http_headers, http_routes
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.wire import jsonrpc, mcp
@@ -204,13 +204,14 @@ class McpRequestHandler(Handler):
             assert incoming.reply is not None
             self._plain(400, jsonrpc.encode(incoming.reply), content_type="application/json")
             return
-        version = self.headers.get("MCP-Protocol-Version")
         message = incoming.message
-        modern = self._is_modern(version) or (
-            version is None and incoming.kind == "request" and message["method"] != "initialize"
-            and is_enveloped(message)
+        route = http_routes.route(
+            self.headers.get("MCP-Protocol-Version"), self.headers.get(SESSION_HEADER) is not None,
+            incoming.kind, message,
         )
-        if modern:
+        if route == http_routes.STATELESS:
+            self._stateless(incoming.kind, message, principal)
+        elif route == http_routes.MODERN:
             self._modern(incoming.kind, message, principal)
         else:
             self._legacy(incoming.kind, message, principal)
@@ -273,6 +274,19 @@ class McpRequestHandler(Handler):
         exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
         conn = Connection(era=mcp.MODERN, principal=principal, can_request=False)
         reply = srv.dispatcher.handle(message, conn, exchange, exchange.cancel, check)
+        exchange.finish(reply, _status(reply, bool(reached)))
+
+    def _stateless(self, kind: str, message: dict[str, Any], principal: str | None) -> None:
+        """A request with no version header, no session and no envelope (kagent's curl shape):
+        served once, with no initialize and no session, under the implied envelope (http_routes)."""
+        if kind != "request":
+            self._modern(kind, message, principal)
+            return
+        reached: list[str] = []  # no headers to check against the body; only where the ladder got to
+        exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
+        conn = Connection(era=mcp.MODERN, principal=principal, can_request=False)
+        reply = self.server.dispatcher.handle(http_routes.implied_envelope(message), conn, exchange, exchange.cancel,
+                                              lambda stage, _msg: reached.append(stage))
         exchange.finish(reply, _status(reply, bool(reached)))
 
     # ---- legacy era ---------------------------------------------------------------------------
