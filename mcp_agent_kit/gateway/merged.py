@@ -7,7 +7,8 @@ changes. A failing backend shows up as an isError result naming it, and is recon
 next use; a backend down at start is retried with backoff and joins when it comes up. One dead,
 hung or flooding backend never takes the others down: its calls end within its timeout, calls
 beyond its in-flight limit fail at once (gateway.backend), its output is rate-limited in the log
-(client.loglimit). Rules: builds a Server from client parts; no protocol logic of its own.
+(client.loglimit). Configured agents (an AgentService) add the agent tools (gateway.agent_tools)
+beside the merged ones. Rules: builds a Server from client parts; no protocol logic of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mcp_agent_kit.wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.registry import ListKind
+    from mcp_agent_kit.gateway.agent_service import AgentService
 
 log = logging.getLogger("mcp_agent_kit.gateway")
 _VARIABLE = re.compile(r"\{([^}]+)\}")
@@ -59,7 +61,9 @@ class Gateway:
         name: str = "mcp-agent-kit-gateway",
         retry_first: float = RETRY_FIRST,
         retry_most: float = RETRY_MOST,
+        agents: AgentService | None = None,
     ) -> None:
+        self.agents = agents
         self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
         self.retry_first = retry_first
         self.retry_most = retry_most
@@ -81,6 +85,11 @@ class Gateway:
         """Probe every backend, register the merged namespace; with follow, keep it current when
         a backend says one of its lists changed or a backend down at start comes up (retried with
         backoff); our own clients then hear of it in turn."""
+        if self.agents is not None:
+            from mcp_agent_kit.gateway.agent_tools import AgentTools
+
+            AgentTools(self.agents).install(self.server)
+            self.agents.start(follow=follow)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
         for kind in ("tools", "prompts", "resources"):
@@ -102,6 +111,8 @@ class Gateway:
     def close(self) -> None:
         self._closed.set()
         self._wake.set()
+        if self.agents is not None:
+            self.agents.close()
         for backend in self.backends.values():
             if backend.watcher is not None:
                 backend.watcher.stop()

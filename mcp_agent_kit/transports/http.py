@@ -59,8 +59,10 @@ class McpHTTPServer(Server):
         session_ttl: float = 3600.0,
         max_connections: int = 16384,
         max_streams: int = 256,
+        principal_header: str | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self.principal_header = principal_header  # opt-in, behind a trusted proxy: identity from this header
         self.path = path
         self.policy = policy or Policy(bind_host=address[0])
         self.max_body = max_body
@@ -154,16 +156,26 @@ class McpRequestHandler(Handler):
             self.close_connection = True
             self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
             return False, None
-        if not policy.auth_required:
-            return True, None
-        principal = policy.principal(self.headers.get("Authorization"))
-        if principal is None:
+        principal = policy.principal(self.headers.get("Authorization")) if policy.auth_required else None
+        if policy.auth_required and principal is None:
             self.close_connection = True
             error = "invalid_token" if self.headers.get("Authorization") else "invalid_request"
             self._json_error(401, INVALID_REQUEST, "Unauthorized: a valid bearer token is required",
                              {"WWW-Authenticate": f'Bearer realm="mcp", error="{error}"'})
             return False, None
+        if srv.principal_header is not None:  # the token (if any) admits the proxy; the header names the user
+            return self._trusted_principal(srv.principal_header)
         return True, principal
+
+    def _trusted_principal(self, name: str) -> tuple[bool, str | None]:
+        """The trusted proxy's identity header: required, one line, at most 256 characters."""
+        value = (self.headers.get(name) or "").strip()
+        if not value or len(value) > 256:
+            self.close_connection = True
+            self._json_error(401, INVALID_REQUEST, f"Unauthorized: the {name} header (set by the trusted proxy) "
+                                                   "is required")
+            return False, None
+        return True, value
 
     def _accepts(self, *types: str) -> bool:
         accept = self.headers.get("Accept")
