@@ -1,0 +1,172 @@
+"""Agents as tools over raw HTTP shaped exactly like kagent's curl examples, against the a2a-sdk agent."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tests.agents.conftest import TASKS_META, GatewayRun
+
+AGENT = {"namespace": "kagent", "name": "my-first-agent"}
+
+
+def _config(url: str, **extra: Any) -> dict[str, Any]:
+    return {"agents": {"kagent/my-first-agent": {"a2a": url, **extra}}}
+
+
+def poll(run: GatewayRun, task_id: str, *, until: tuple[str, ...], seconds: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while True:
+        reply = run.rpc("tasks/get", {"taskId": task_id, "_meta": TASKS_META})
+        task: dict[str, Any] = reply["result"]
+        if task["status"] in until:
+            return task
+        assert time.monotonic() < deadline, f"task stayed {task['status']}: {task}"
+        time.sleep(0.05)
+
+
+def start_task(run: GatewayRun, arguments: dict[str, Any]) -> str:
+    created = run.call("invoke_agent", arguments, _meta=TASKS_META)
+    assert created["resultType"] == "task" and created["status"] == "working", created
+    assert created["pollIntervalMs"] == 1000 and created["ttlMs"] is None
+    task_id: str = created["taskId"]
+    assert task_id.startswith("v1.")
+    return task_id
+
+
+def test_list_invoke_continue_and_retry(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    listed = run.call("list_agents", {})
+    entry = listed["structuredContent"]["agents"][0]
+    assert entry["namespace"] == "kagent" and entry["name"] == "my-first-agent" and entry["ready"] is True
+    assert entry["skills"][0]["id"] == "arithmetic" and (entry["running"], entry["queued"]) == (0, 0)
+    first = run.call("invoke_agent", {"agent": AGENT, "message": "What is 2+2? Answer with just the number.",
+                                      "message_id": "m-1"})
+    body = first["structuredContent"]
+    assert body["state"] == "TASK_STATE_COMPLETED" and body["text"] == "4" and not first["isError"]
+    assert body["context_id"] == body["session_id"]
+    assert first["content"][0]["text"] == __import__("json").dumps(body)  # structured result mirrored as text
+    again = run.call("invoke_agent", {"agent": AGENT, "message": "What is 2+2? Answer with just the number.",
+                                      "message_id": "m-1"})
+    assert again["structuredContent"] == body  # the retry returns the same turn, nothing runs twice
+    second = run.call("invoke_agent", {"session_id": body["session_id"], "message": "Multiply that by 10."})
+    later = second["structuredContent"]
+    assert later["text"] == "40" and later["session_id"] == body["session_id"] and later["task_id"] != body["task_id"]
+    sessions = run.call("list_sessions", {})["structuredContent"]["sessions"]
+    assert [s["id"] for s in sessions] == [body["session_id"]]
+
+
+def test_service_errors_are_tool_errors(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    both = run.call("invoke_agent", {"agent": AGENT, "session_id": "x", "message": "hi"})
+    assert both["isError"] and "exactly one of agent" in both["content"][0]["text"]
+    unknown = run.call("invoke_agent", {"session_id": "nope", "message": "hi"})
+    assert unknown["isError"] and "unknown session" in unknown["content"][0]["text"]
+    nobody = run.call("invoke_agent", {"agent": {"namespace": "x", "name": "y"}, "message": "hi"})
+    assert nobody["isError"] and "unknown agent x/y" in nobody["content"][0]["text"]
+    assert "properties" in run.rpc("tools/list", {})["result"]["tools"][0]["inputSchema"]
+
+
+def test_question_answered_by_tasks_update(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    task_id = start_task(run, {"agent": AGENT, "message": "Which database should we use?"})
+    paused = poll(run, task_id, until=("input_required",))
+    assert paused["statusMessage"] == "Which database should we use?"
+    (key, request), = paused["inputRequests"].items()
+    schema = request["params"]["requestedSchema"]
+    assert request["method"] == "elicitation/create" and request["params"]["mode"] == "form"
+    assert schema["properties"]["response"]["enum"] == ["PostgreSQL", "MySQL"] and schema["required"] == ["response"]
+    wrong = run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {"nope": {"action": "accept"}},
+                                     "_meta": TASKS_META})
+    assert wrong["error"]["code"] == -32602 and key in wrong["error"]["message"]
+    assert poll(run, task_id, until=("input_required",))["status"] == "input_required"
+    empty = run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {}}},
+                                     "_meta": TASKS_META})
+    assert empty["error"]["code"] == -32602
+    ok = run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {
+        key: {"action": "accept", "content": {"response": "PostgreSQL"}}, "extra": {}}, "_meta": TASKS_META})
+    assert ok["result"]["resultType"] == "complete"
+    done = poll(run, task_id, until=("completed", "failed"))
+    assert done["status"] == "completed"
+    assert done["statusMessage"] == "You chose PostgreSQL as the database to use."
+    assert done["result"]["structuredContent"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_tool_approval_and_decline(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    for action, content, expected in (("accept", {"approve_1": True}, "Deployed to prod."),
+                                      ("decline", {}, "Deployment skipped: the tool was not approved.")):
+        task_id = start_task(run, {"agent": AGENT, "message": "deploy it"})
+        (key, request), = poll(run, task_id, until=("input_required",))["inputRequests"].items()
+        assert request["params"]["requestedSchema"]["properties"]["approve_1"]["type"] == "boolean"
+        run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": action, "content": content}},
+                                 "_meta": TASKS_META})
+        assert poll(run, task_id, until=("completed",))["result"]["structuredContent"]["text"] == expected
+    task_id = start_task(run, {"agent": AGENT, "message": "Which database?"})
+    (key, _), = poll(run, task_id, until=("input_required",))["inputRequests"].items()
+    run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": "decline"}}, "_meta": TASKS_META})
+    assert poll(run, task_id, until=("completed",))["statusMessage"] == "Understood: no database was chosen."
+
+
+def test_cancel_and_the_capability_rules(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    task_id = start_task(run, {"agent": AGENT, "message": "wait for me"})
+    working = poll(run, task_id, until=("working",))
+    assert not working["statusMessage"].startswith("{")  # readable progress, never a raw record
+    undeclared = run.rpc("tasks/get", {"taskId": task_id})
+    assert undeclared["error"]["code"] == -32021
+    assert undeclared["error"]["data"]["requiredCapabilities"] == TASKS_META[
+        "io.modelcontextprotocol/clientCapabilities"]
+    forged = run.rpc("tasks/get", {"taskId": task_id[:-2] + "AA", "_meta": TASKS_META})
+    assert forged["error"]["code"] == -32602
+    assert run.rpc("tasks/cancel", {"taskId": task_id, "_meta": TASKS_META})["result"]["resultType"] == "complete"
+    assert poll(run, task_id, until=("cancelled",))["status"] == "cancelled"
+
+
+def test_checkpoint_and_fork_sees_the_history(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    first = run.call("invoke_agent", {"agent": AGENT, "message": "What is 3+4?"})["structuredContent"]
+    session, head = first["session_id"], first["task_id"]
+    made = run.call("create_session_checkpoint", {"session_id": session, "expected_head_task_id": head,
+                                                  "request_id": "cp-1"})["structuredContent"]["checkpoint"]
+    assert made["head_task_id"] == head and made["state"] == "CHECKPOINT_STATE_READY" and made["history_sequence"] == 1
+    same = run.call("create_session_checkpoint", {"session_id": session, "expected_head_task_id": head,
+                                                  "request_id": "cp-1"})["structuredContent"]["checkpoint"]
+    assert same["id"] == made["id"]
+    run.call("invoke_agent", {"session_id": session, "message": "Multiply that by 100."})
+    stale = run.call("create_session_checkpoint", {"session_id": session, "expected_head_task_id": head})
+    assert stale["isError"] and "advanced" in stale["content"][0]["text"]
+    listed = run.call("list_session_checkpoints", {"session_id": session})["structuredContent"]["checkpoints"]
+    assert [c["id"] for c in listed] == [made["id"]]
+    fork = run.call("fork_session", {"checkpoint_id": made["id"], "request_id": "f-1"})["structuredContent"]["session"]
+    assert fork["id"] != session and fork["agent"] == "kagent/my-first-agent"
+    assert run.call("fork_session", {"checkpoint_id": made["id"], "request_id": "f-1"})[
+        "structuredContent"]["session"]["id"] == fork["id"]
+    forked = run.call("invoke_agent", {"session_id": fork["id"], "message": "Multiply that by 10."})
+    assert forked["structuredContent"]["text"] == "70"  # 3+4 through the checkpoint, not the 700 after it
+
+
+def test_a_blocking_question_asks_for_the_tasks_extension(agent_url: str,
+                                                          gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    reply = run.rpc("tools/call", {"name": "invoke_agent", "arguments": {"agent": AGENT, "message": "database?"}})
+    error = reply["error"]
+    assert error["code"] == -32021 and "Which database should we use?" in error["message"]
+    task_id = error["data"]["taskId"]
+    (key, _), = poll(run, task_id, until=("input_required",))["inputRequests"].items()
+    run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {
+        key: {"action": "accept", "content": {"response": "MySQL"}}}, "_meta": TASKS_META})
+    assert "MySQL" in poll(run, task_id, until=("completed",))["statusMessage"]
+
+
+def test_turns_beyond_max_concurrent_wait_in_order(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url, max_concurrent=1))
+    first = start_task(run, {"agent": AGENT, "message": "wait"})
+    poll(run, first, until=("working",))
+    second = start_task(run, {"agent": AGENT, "message": "What is 1+1?"})
+    assert poll(run, second, until=("working",))["statusMessage"] == "queued (position 1)"
+    counts = run.call("list_agents", {})["structuredContent"]["agents"][0]
+    assert (counts["running"], counts["queued"]) == (1, 1)
+    run.rpc("tasks/cancel", {"taskId": first, "_meta": TASKS_META})
+    assert poll(run, second, until=("completed",))["result"]["structuredContent"]["text"] == "2"
