@@ -26,6 +26,7 @@ log = logging.getLogger("mcp_agent_kit.gateway")
 REFRESH_S = 30.0
 POLL_MS = 1000
 ACP_MISSING = "ACP backend not available in this build"
+CANCEL_WAIT_S = 10.0
 
 
 class ServiceError(Exception):
@@ -178,6 +179,10 @@ class AgentService:
             live.ended(ab.TurnEnd(ab.CANCELED, "cancelled before it started"))
             self.lanes[session["agent"]].done()  # withdraw held no slot; done() starts nobody extra
             return
+        with live.cond:  # a turn the agent has not yet accepted has no id to cancel: wait for it, bounded
+            live.cond.wait_for(lambda: bool(live.agent_task_id) or live.end is not None, timeout=CANCEL_WAIT_S)
+        if live.end is not None and live.status != "input_required":
+            return  # it ended meanwhile
         paused = live.status == "input_required"
         try:
             self.backend(session["agent"]).cancel(session["id"], live.agent_task_id)

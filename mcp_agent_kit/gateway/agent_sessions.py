@@ -56,6 +56,7 @@ class SessionStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
+        self._closed = False
         with self._lock:
             self._db.executescript(_SCHEMA)
             self._db.execute("UPDATE turns SET status='failed', state='TASK_STATE_FAILED', text=?, message=?, "
@@ -67,16 +68,22 @@ class SessionStore:
         self.secret = bytes.fromhex(found[0])
 
     def close(self) -> None:
+        """Close the file; a turn still running then finds its writes dropped (it reads as failed on the next open)."""
         with self._lock:
+            self._closed = True
             self._db.close()
 
     def _one(self, sql: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
         with self._lock:
+            if self._closed:
+                return None
             row = self._db.execute(sql, args).fetchone()
         return dict(row) if row is not None else None
 
     def _all(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         with self._lock:
+            if self._closed:
+                return []
             return [dict(row) for row in self._db.execute(sql, args).fetchall()]
 
     # ---- sessions ------------------------------------------------------------------------------------
@@ -154,6 +161,8 @@ class SessionStore:
         names = sorted(fields)
         values = [json.dumps(fields[n]) if n == "question" and fields[n] is not None else fields[n] for n in names]
         with self._lock:
+            if self._closed:
+                return
             self._db.execute(f"UPDATE turns SET {', '.join(f'{n}=?' for n in names)}, updated=? WHERE id=?",
                              (*values, now(), turn_id))
 

@@ -76,9 +76,10 @@ class LiveTurn:
 
     # ---- TurnSink ----------------------------------------------------------------------------------
     def started(self, turn_id: str, context_id: str) -> None:
+        self.store.update_turn(self.id, agent_task_id=turn_id)
         with self.cond:
             self.agent_task_id = turn_id
-        self.store.update_turn(self.id, agent_task_id=turn_id)
+            self.cond.notify_all()
 
     def progress(self, text: str) -> None:
         self.store.update_turn(self.id, message=text)

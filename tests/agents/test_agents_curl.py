@@ -170,3 +170,75 @@ def test_turns_beyond_max_concurrent_wait_in_order(agent_url: str, gateway_of: C
     assert (counts["running"], counts["queued"]) == (1, 1)
     run.rpc("tasks/cancel", {"taskId": first, "_meta": TASKS_META})
     assert poll(run, second, until=("completed",))["result"]["structuredContent"]["text"] == "2"
+
+
+def test_a_down_agent_is_not_ready_and_the_rest_keep_working(agent_url: str,
+                                                             gateway_of: Callable[..., GatewayRun]) -> None:
+    from tests.net import free_port
+
+    config = {"agents": {"kagent/my-first-agent": {"a2a": agent_url},
+                         "dev/down": {"a2a": f"http://127.0.0.1:{free_port()}"},
+                         "dev/claude": {"acp": {"command": "claude-agent-acp", "cwd": "/srv/repo", "approve": "reads"}}},
+              "mcp": True}
+    run = gateway_of(config)
+    agents = {a["name"]: a for a in run.call("list_agents", {})["structuredContent"]["agents"]}
+    assert agents["down"]["ready"] is False and "unreachable" in agents["down"]["reason"]
+    assert agents["claude"]["ready"] is False and "ACP backend not available" in agents["claude"]["reason"]
+    assert agents["my-first-agent"]["ready"] is True
+    only_dev = run.call("list_agents", {"namespace": "dev", "page_size": 1})["structuredContent"]
+    assert [a["name"] for a in only_dev["agents"]] == ["claude"] and only_dev["next_page_token"]
+    rest = run.call("list_agents", {"namespace": "dev", "page_token": only_dev["next_page_token"]})
+    assert [a["name"] for a in rest["structuredContent"]["agents"]] == ["down"]
+    failed = run.call("invoke_agent", {"agent": {"namespace": "dev", "name": "down"}, "message": "hi"})
+    assert failed["isError"] and failed["structuredContent"]["state"] == "TASK_STATE_FAILED"
+    assert run.call("invoke_agent", {"agent": AGENT, "message": "2*21"})["structuredContent"]["text"] == "42"
+    metrics = run.call("calculate_metrics", {"values": [1, 2, 3], "metric_type": "mean"})
+    assert metrics["structuredContent"]["value"] == 2.0
+
+
+def test_a_restart_keeps_sessions_and_fails_the_running_turn(agent_url: str, tmp_path: Any,
+                                                             gateway_of: Callable[..., GatewayRun]) -> None:
+    store = str(tmp_path / "durable.sqlite")
+    run = gateway_of(_config(agent_url), store)
+    done = run.call("invoke_agent", {"agent": AGENT, "message": "What is 5+5?"})["structuredContent"]
+    running = start_task(run, {"session_id": done["session_id"], "message": "wait"})
+    poll(run, running, until=("working",))
+    run.close()  # the gateway dies with the turn still working
+    again = gateway_of(_config(agent_url), store)
+    failed = again.rpc("tasks/get", {"taskId": running, "_meta": TASKS_META})["result"]
+    assert failed["status"] == "failed" and "restarted" in failed["statusMessage"]
+    assert [s["id"] for s in again.call("list_sessions", {})["structuredContent"]["sessions"]] == [done["session_id"]]
+    later = again.call("invoke_agent", {"session_id": done["session_id"], "message": "Multiply that by 3."})
+    assert later["structuredContent"]["text"] == "30"  # the agent kept the context; the gateway kept the session
+
+
+def test_sessions_and_tasks_belong_to_their_principal(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url), tokens={"alice-token": "alice", "bob-token": "bob"})
+    alice, bob = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
+
+    def call(headers: dict[str, str], name: str, arguments: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        result: dict[str, Any] = run.rpc("tools/call", {"name": name, "arguments": arguments, **kw}, headers)["result"]
+        return result
+
+    mine = call(alice, "invoke_agent", {"agent": AGENT, "message": "1+2"})["structuredContent"]
+    assert call(bob, "list_sessions", {})["structuredContent"]["sessions"] == []
+    assert call(bob, "invoke_agent", {"session_id": mine["session_id"], "message": "Multiply that by 2."})["isError"]
+    task_id = call(alice, "invoke_agent", {"session_id": mine["session_id"], "message": "wait"},
+                   _meta=TASKS_META)["taskId"]
+    stolen = run.rpc("tasks/cancel", {"taskId": task_id, "_meta": TASKS_META}, bob)
+    assert stolen["error"]["code"] == -32602
+    cancelled = run.rpc("tasks/cancel", {"taskId": task_id, "_meta": TASKS_META}, alice)
+    assert cancelled["result"]["resultType"] == "complete", cancelled
+
+
+def test_a_trusted_proxy_header_names_the_caller(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url), principal_header="X-Forwarded-User")
+    status, _, _ = run.http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "list_sessions", "arguments": {}}})
+    assert status == 401
+    carol = {"X-Forwarded-User": "carol"}
+    run.rpc("tools/call", {"name": "invoke_agent", "arguments": {"agent": AGENT, "message": "1+1"}}, carol)
+    seen = run.rpc("tools/call", {"name": "list_sessions", "arguments": {}}, {"X-Forwarded-User": "dave"})
+    assert seen["result"]["structuredContent"]["sessions"] == []
+    own = run.rpc("tools/call", {"name": "list_sessions", "arguments": {}}, carol)
+    assert len(own["result"]["structuredContent"]["sessions"]) == 1
