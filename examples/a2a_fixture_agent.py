@@ -92,6 +92,7 @@ class FixtureExecutor(AgentExecutor):
                 await updater.add_artifact([new_text_part(", ".join(map(str, range(1, n + 1))))],
                                            artifact_id="count", name="count")
                 await asyncio.sleep(0.05)
+            self._remember(task_id, context_id)
             return await updater.complete()
         if "wait" in said.lower():
             await updater.update_status(TaskState.TASK_STATE_WORKING,
@@ -128,9 +129,12 @@ class FixtureExecutor(AgentExecutor):
             return "Deployed to prod." if approved else "Deployment skipped: the tool was not approved."
         return "Understood: you did not say." if said.startswith("The user") else f"Nice to meet you, {said}."
 
-    async def _finish(self, updater: TaskUpdater, task_id: str, context_id: str, reply: str) -> None:
+    def _remember(self, task_id: str, context_id: str) -> None:
         if context_id in self.memory:
-            self.after[task_id] = self.memory[context_id]
+            self.after[task_id] = self.memory[context_id]  # what a fork pointing at this task starts from
+
+    async def _finish(self, updater: TaskUpdater, task_id: str, context_id: str, reply: str) -> None:
+        self._remember(task_id, context_id)
         await updater.complete(new_text_message(reply, context_id=context_id, task_id=task_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
