@@ -34,7 +34,8 @@ ALLOWED: dict[str, set[str]] = {
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
     "client": {"client", "wire"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
-    "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile"},
+    "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
+                "a2a"},  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
 }
 
 

@@ -57,7 +57,7 @@ class GatewayRun:
     def rpc(self, method: str, params: dict[str, Any], headers: dict[str, str] | None = None,
             id_: int = 1) -> dict[str, Any]:
         """One request shaped like kagent's curl examples: no version header, no session, no envelope."""
-        status, got, payload = self.http.post({"jsonrpc": "2.0", "id": id_, "method": method, "params": params},
+        _, _, payload = self.http.post({"jsonrpc": "2.0", "id": id_, "method": method, "params": params},
                                               headers)
         body: dict[str, Any] = json.loads(payload)
         return body

@@ -178,7 +178,8 @@ def test_a_down_agent_is_not_ready_and_the_rest_keep_working(agent_url: str,
 
     config = {"agents": {"kagent/my-first-agent": {"a2a": agent_url},
                          "dev/down": {"a2a": f"http://127.0.0.1:{free_port()}"},
-                         "dev/claude": {"acp": {"command": "claude-agent-acp", "cwd": "/srv/repo", "approve": "reads"}}},
+                         "dev/claude": {"acp": {"command": "claude-agent-acp", "cwd": "/srv/repo",
+                                                "approve": "reads"}}},
               "mcp": True}
     run = gateway_of(config)
     agents = {a["name"]: a for a in run.call("list_agents", {})["structuredContent"]["agents"]}

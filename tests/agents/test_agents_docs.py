@@ -7,6 +7,7 @@ where a string written `<...>` stands for any value (ids, times). The config blo
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -50,7 +51,7 @@ def test_the_curl_walk_through_replays(agent_url: str, gateway_of: Callable[...,
     run = gateway_of(config)
     values: dict[str, str] = {}
     steps = 0
-    for block, after in zip(found, found[1:], strict=False):
+    for block, after in itertools.pairwise(found):
         if block.lang != "bash" or "curl" not in block.body or "-d '" not in block.body:
             continue
         payload = SPLICE.sub(lambda m: values[m.group(1)], block.body.split("-d '", 1)[1].rsplit("'", 1)[0])
