@@ -192,6 +192,10 @@ class A2ABackend:
             log.info("agent %s: %s", self.spec.ref, exc)
             reader.sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}"))
             return
+        except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
+            log.warning("agent %s sent something unreadable: %r", self.spec.ref, exc)
+            reader.sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} sent an unreadable event: {exc}"))
+            return
         reader.sink.ended(reader.end())
 
     def cancel(self, session: str, turn_id: str) -> None:

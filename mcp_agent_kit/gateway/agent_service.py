@@ -194,6 +194,13 @@ class AgentService:
                 live.status, live.question = "cancelled", None
                 live.cond.notify_all()
 
+    def paused_turn(self, turn_id: Any, principal: str | None) -> LiveTurn:
+        """The caller's turn an input_required round is about (its id came back sealed in requestState)."""
+        row = self.store.turn(turn_id, principal) if isinstance(turn_id, str) else None
+        if row is None:
+            raise ServiceError("the paused turn of this round is gone")
+        return self._live(row)
+
     def find(self, turn_id: str, principal: str | None) -> tuple[dict[str, Any], LiveTurn]:
         row = self.store.turn(turn_id, principal)
         if row is None:

@@ -97,9 +97,14 @@ class SessionStore:
                 return row, False
         session_id = make_id()
         with self._lock:
-            self._db.execute("INSERT INTO sessions(id, principal, agent, created, create_key, refs) "
-                             "VALUES(?,?,?,?,?,?)", (session_id, owner, agent, now(), create_key,
-                                                     json.dumps(refs) if refs else None))
+            try:
+                self._db.execute("INSERT INTO sessions(id, principal, agent, created, create_key, refs) "
+                                 "VALUES(?,?,?,?,?,?)", (session_id, owner, agent, now(), create_key,
+                                                         json.dumps(refs) if refs else None))
+            except sqlite3.IntegrityError:  # a concurrent retry with the same key won the race
+                row = self._db.execute("SELECT * FROM sessions WHERE principal=? AND create_key=?",
+                                       (owner, create_key)).fetchone()
+                return dict(row), False
             row = self._db.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
         return dict(row), True
 

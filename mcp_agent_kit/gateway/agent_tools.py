@@ -122,7 +122,8 @@ class AgentTools:
 
     def invoke_agent(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
         service = self.service
-        live = service.begin(ctx.principal, arguments)
+        paused = ctx.state.get("turn")  # an input_required round's retry: the turn that asked
+        live = service.paused_turn(paused, ctx.principal) if paused else service.begin(ctx.principal, arguments)
         spec = service.specs[service.store.session_any(live.session_id)["agent"]]  # type: ignore[index]
         count = [0]
 
@@ -130,23 +131,39 @@ class AgentTools:
             count[0] += 1
             ctx.progress(count[0], None, message)
 
-        end = live.wait(spec.timeout, progress, lambda: ctx.cancelled)
-        row = service.store.turn(live.id, ctx.principal)
-        assert row is not None
-        if end is None and not live.finished:
-            if ctx.cancelled:
-                service.cancel(live)
-            raise ServiceError(f"the turn did not finish within {spec.timeout:g}s; it goes on as task "
-                               f"{row['agent_task_id']} in session {row['session_id']}")
-        if row["status"] == "input_required" and live.question is not None:
-            form = elicitation(live.question)
+        while True:
+            end = live.wait(spec.timeout, progress, lambda: ctx.cancelled) if live.status == "working" else live.end
+            row = service.store.turn(live.id, ctx.principal)
+            assert row is not None
+            if end is None and not live.finished and live.status != "input_required":
+                if ctx.cancelled:
+                    service.cancel(live)
+                raise ServiceError(f"the turn did not finish within {spec.timeout:g}s; it goes on as task "
+                                   f"{row['agent_task_id']} in session {row['session_id']}")
+            if row["status"] != "input_required" or live.question is None:
+                result = service.result(row)
+                return ToolResult(result["content"], structured=result["structuredContent"],
+                                  is_error=result["isError"])
+            self._ask_caller(ctx, live, row)
+
+    def _ask_caller(self, ctx: Context, live: Any, row: dict[str, Any]) -> None:
+        """The agent paused: a caller that declared elicitation answers in an input_required round (or, in a
+        handshake-era session, a server->client request); any other blocking caller gets -32021."""
+        question = live.question
+        form = elicitation(question)
+        if "elicitation" not in (ctx.client_capabilities or {}):
             raise RpcError(mcp.MISSING_CAPABILITY, "Missing required client capability: the agent asked a question "
-                           f"({live.question.message}); declare {mcp.TASKS_EXTENSION} in _meta clientCapabilities "
+                           f"({question.message}); declare {mcp.TASKS_EXTENSION} in _meta clientCapabilities "
                            "to answer it with tasks/update",
-                           {"requiredCapabilities": REQUIRED, "inputRequests": {live.question.key: form},
-                            "taskId": service.render(row, ctx.principal)["taskId"]})
-        result = service.result(row)
-        return ToolResult(result["content"], structured=result["structuredContent"], is_error=result["isError"])
+                           {"requiredCapabilities": REQUIRED, "inputRequests": {question.key: form},
+                            "taskId": self.service.render(row, ctx.principal)["taskId"]})
+        ctx.state["turn"] = live.id
+        reply = ctx.ask({question.key: form})[question.key]  # the first round ends here (InputRequired)
+        try:
+            answer(question, reply)
+        except AnswerError as exc:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+        self.service.resume(live, reply["action"], reply.get("content") or {})
 
     def create_checkpoint(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
         store = self.service.store

@@ -243,3 +243,18 @@ def test_a_trusted_proxy_header_names_the_caller(agent_url: str, gateway_of: Cal
     assert seen["result"]["structuredContent"]["sessions"] == []
     own = run.rpc("tools/call", {"name": "list_sessions", "arguments": {}}, carol)
     assert len(own["result"]["structuredContent"]["sessions"]) == 1
+
+
+def test_a_caller_that_declared_elicitation_answers_in_an_input_required_round(
+        agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    params = {"name": "invoke_agent", "arguments": {"agent": AGENT, "message": "Which database?"}, "_meta": meta}
+    first = run.rpc("tools/call", params)["result"]
+    assert first["resultType"] == "input_required"
+    (key, request), = first["inputRequests"].items()
+    assert request["params"]["requestedSchema"]["properties"]["response"]["enum"] == ["PostgreSQL", "MySQL"]
+    retry = {**params, "requestState": first["requestState"],
+             "inputResponses": {key: {"action": "accept", "content": {"response": "MySQL"}}}}
+    done = run.rpc("tools/call", retry)["result"]
+    assert done["structuredContent"]["text"] == "You chose MySQL as the database to use."

@@ -178,3 +178,23 @@ async def _cancel_flow(url: str) -> str:
 def test_the_sdk_client_cancels_a_turn(agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
     run = gateway_of(_config(agent_url))
     assert asyncio.run(_cancel_flow(run.url)) == "cancelled"
+
+
+async def _elicited(url: str) -> tuple[Any, list[str]]:
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"response": "PostgreSQL"})
+
+    async with Client(url, elicitation_callback=on_elicit) as client:
+        result = await client.call_tool("invoke_agent", {"agent": AGENT, "message": "Which database?"})
+    return result, asked
+
+
+def test_the_sdk_client_answers_by_elicitation_without_tasks(agent_url: str,
+                                                             gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url))
+    result, asked = asyncio.run(_elicited(run.url))
+    assert asked == ["Which database should we use?"]
+    assert result.structured_content["text"] == "You chose PostgreSQL as the database to use."
