@@ -190,6 +190,9 @@ class A2ABackend:
                 return
         except A2AError as exc:
             log.info("agent %s: %s", self.spec.ref, exc)
+            if exc.unreachable:  # list_agents says so now, not at the next refresh
+                with self._lock:
+                    self.error = f"agent {self.spec.ref} is unreachable: {exc}"
             reader.sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}"))
             return
         except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on

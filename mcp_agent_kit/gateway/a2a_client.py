@@ -25,9 +25,10 @@ MAX_EVENT = 4 * 1024 * 1024
 class A2AError(Exception):
     """An A2A call failed: the agent is unreachable, answered an error, or sent something unreadable."""
 
-    def __init__(self, message: str, code: int | None = None) -> None:
+    def __init__(self, message: str, code: int | None = None, *, unreachable: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.unreachable = unreachable  # no connection at all (as opposed to an error the agent answered)
 
 
 def card_url(url: str) -> str:
@@ -72,7 +73,7 @@ def fetch_card(url: str, timeout: float) -> dict[str, Any]:
         if response.status != 200:
             raise A2AError(f"GET {target} answered HTTP {response.status}")
     except (OSError, http.client.HTTPException) as exc:
-        raise A2AError(f"cannot reach {target}: {exc}") from exc
+        raise A2AError(f"cannot reach {target}: {exc}", unreachable=True) from exc
     finally:
         conn.close()
     card = _json(body, f"the card at {target}")
@@ -124,7 +125,7 @@ class A2AClient:
             return conn, conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
-            raise A2AError(f"cannot reach {self.endpoint}: {exc}") from exc
+            raise A2AError(f"cannot reach {self.endpoint}: {exc}", unreachable=True) from exc
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One unary call (SendMessage, GetTask, CancelTask): its result object."""

@@ -117,19 +117,34 @@ class AgentService:
 
     # ---- turns --------------------------------------------------------------------------------------
     def _live(self, row: dict[str, Any]) -> LiveTurn:
+        """The turn's LiveTurn; kept while the turn is unfinished, a throwaway view of a finished one."""
         with self._lock:
             live = self.live.get(row["id"])
             if live is None:
-                live = self.live[row["id"]] = LiveTurn(self.store, row, self._run_ended)
+                live = LiveTurn(self.store, row, self._run_ended)
                 question = row.get("question")
                 if question:
                     live.question = ab.Question(**json.loads(question))
+                if not live.finished:
+                    self.live[row["id"]] = live
             return live
 
     def _run_ended(self, live: LiveTurn) -> None:
+        if live.finished:
+            with self._lock:
+                self.live.pop(live.id, None)
         session = self.store.session_any(live.session_id)
         if session is not None:
             self.lanes[session["agent"]].done()
+
+    def _cancelled_here(self, live: LiveTurn, message: str) -> None:
+        """Record a cancel no agent run will report (the turn was queued, or paused with no reader)."""
+        self.store.update_turn(live.id, status="cancelled", state=ab.CANCELED, message=message, question=None)
+        with live.cond:
+            live.status, live.question, live.end = "cancelled", None, ab.TurnEnd(ab.CANCELED, message)
+            live.cond.notify_all()
+        with self._lock:
+            self.live.pop(live.id, None)
 
     def begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
         """Start the turn invoke_agent asks for (or find the one a retried message_id started)."""
@@ -175,9 +190,8 @@ class AgentService:
     def cancel(self, live: LiveTurn) -> None:
         session = self.store.session_any(live.session_id)
         assert session is not None
-        if self.lanes[session["agent"]].withdraw(live):
-            live.ended(ab.TurnEnd(ab.CANCELED, "cancelled before it started"))
-            self.lanes[session["agent"]].done()  # withdraw held no slot; done() starts nobody extra
+        if self.lanes[session["agent"]].withdraw(live):  # it held no slot: nothing to give back
+            self._cancelled_here(live, "cancelled before it started")
             return
         with live.cond:  # a turn the agent has not yet accepted has no id to cancel: wait for it, bounded
             live.cond.wait_for(lambda: bool(live.agent_task_id) or live.end is not None, timeout=CANCEL_WAIT_S)
@@ -189,10 +203,7 @@ class AgentService:
         except Exception as exc:
             raise ServiceError(f"the agent could not cancel the turn: {exc}") from exc
         if paused:  # nothing is reading this task: record the cancel ourselves
-            self.store.update_turn(live.id, status="cancelled", state=ab.CANCELED, message="cancelled", question=None)
-            with live.cond:
-                live.status, live.question = "cancelled", None
-                live.cond.notify_all()
+            self._cancelled_here(live, "cancelled")
 
     def paused_turn(self, turn_id: Any, principal: str | None) -> LiveTurn:
         """The caller's turn an input_required round is about (its id came back sealed in requestState)."""

@@ -157,6 +157,7 @@ class Lane:
             else:
                 nxt[0].queued = False
         if nxt is not None:
+            nxt[0].store.update_turn(nxt[0].id, message="")  # no longer queued: "The agent is working."
             self._announce()
             nxt[1]()
 

@@ -258,3 +258,48 @@ def test_a_caller_that_declared_elicitation_answers_in_an_input_required_round(
              "inputResponses": {key: {"action": "accept", "content": {"response": "MySQL"}}}}
     done = run.rpc("tools/call", retry)["result"]
     assert done["structuredContent"]["text"] == "You chose MySQL as the database to use."
+
+
+def test_a_queued_turn_cancelled_before_it_starts_frees_nothing_it_did_not_hold(
+        agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(agent_url, max_concurrent=1))
+    first = start_task(run, {"agent": AGENT, "message": "wait"})
+    poll(run, first, until=("working",))
+    queued = [start_task(run, {"agent": AGENT, "message": f"What is {n}+{n}?"}) for n in (1, 2)]
+    assert poll(run, queued[1], until=("working",))["statusMessage"] == "queued (position 2)"
+    run.rpc("tasks/cancel", {"taskId": queued[0], "_meta": TASKS_META})
+    assert poll(run, queued[0], until=("cancelled",))["statusMessage"] == "cancelled before it started"
+    assert poll(run, queued[1], until=("working",))["statusMessage"] == "queued (position 1)"
+    counts = run.call("list_agents", {})["structuredContent"]["agents"][0]
+    assert (counts["running"], counts["queued"]) == (1, 1)  # the first still runs; one still waits
+    run.rpc("tasks/cancel", {"taskId": first, "_meta": TASKS_META})
+    assert poll(run, queued[1], until=("completed",))["result"]["structuredContent"]["text"] == "4"
+    counts = run.call("list_agents", {})["structuredContent"]["agents"][0]
+    assert (counts["running"], counts["queued"]) == (0, 0)
+
+
+def test_an_agent_that_goes_down_fails_its_turn_and_shows_not_ready(gateway_of: Callable[..., GatewayRun]) -> None:
+    import subprocess
+    import sys
+
+    from tests.agents.conftest import FIXTURE_AGENT
+    from tests.net import free_port, wait_listening
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(FIXTURE_AGENT), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc)
+        run = gateway_of(_config(f"http://127.0.0.1:{port}"))
+        session = run.call("invoke_agent", {"agent": AGENT, "message": "1+1"})["structuredContent"]["session_id"]
+        task_id = start_task(run, {"session_id": session, "message": "wait"})
+        poll(run, task_id, until=("working",))
+    finally:
+        proc.kill()
+        proc.wait(10)
+    failed = poll(run, task_id, until=("failed",))
+    assert "my-first-agent" in failed["statusMessage"] and failed["result"]["isError"]
+    again = run.call("invoke_agent", {"session_id": session, "message": "Multiply that by 2."})
+    assert again["isError"] and "unreachable" in again["structuredContent"]["text"]
+    agent = run.call("list_agents", {})["structuredContent"]["agents"][0]
+    assert agent["ready"] is False and "unreachable" in agent["reason"]
