@@ -87,6 +87,9 @@ def test_question_answered_by_tasks_update(agent_url: str, gateway_of: Callable[
     ok = run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {
         key: {"action": "accept", "content": {"response": "PostgreSQL"}}, "extra": {}}, "_meta": TASKS_META})
     assert ok["result"]["resultType"] == "complete"
+    twice = run.rpc("tasks/update", {"taskId": task_id, "inputResponses": {
+        key: {"action": "accept", "content": {"response": "MySQL"}}}, "_meta": TASKS_META})
+    assert twice["result"]["resultType"] == "complete"  # answered already: not sent to the agent again
     done = poll(run, task_id, until=("completed", "failed"))
     assert done["status"] == "completed"
     assert done["statusMessage"] == "You chose PostgreSQL as the database to use."
