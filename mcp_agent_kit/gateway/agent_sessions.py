@@ -58,6 +58,9 @@ class SessionStore:
         self._lock = threading.Lock()
         self._closed = False
         with self._lock:
+            if path != ":memory:":  # a write-ahead log: a turn's few writes cost no fsync each, and stay durable
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._db.execute("UPDATE turns SET status='failed', state='TASK_STATE_FAILED', text=?, message=?, "
                              "updated=? WHERE status='working'", (RESTARTED, RESTARTED, now()))
