@@ -190,10 +190,12 @@ class A2ABackend:
                 return
         except A2AError as exc:
             log.info("agent %s: %s", self.spec.ref, exc)
+            said = f"agent {self.spec.ref} failed: {exc}"
             if exc.unreachable:  # list_agents says so now, not at the next refresh
+                said = f"agent {self.spec.ref} is unreachable: {exc}"
                 with self._lock:
-                    self.error = f"agent {self.spec.ref} is unreachable: {exc}"
-            reader.sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}"))
+                    self.error = said
+            reader.sink.ended(ab.TurnEnd(ab.FAILED, said))
             return
         except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
             log.warning("agent %s sent something unreadable: %r", self.spec.ref, exc)

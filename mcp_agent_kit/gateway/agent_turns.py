@@ -71,7 +71,8 @@ class LiveTurn:
         self.question: ab.Question | None = None
         self.end: ab.TurnEnd | None = None
         self.cond = threading.Condition()
-        self.progress_seen: list[str] = []
+        self.progress_seq = 0  # how many progress texts arrived
+        self.progress_text = ""  # the latest
         self.queued = False
 
     # ---- TurnSink ----------------------------------------------------------------------------------
@@ -84,7 +85,8 @@ class LiveTurn:
     def progress(self, text: str) -> None:
         self.store.update_turn(self.id, message=text)
         with self.cond:
-            self.progress_seen.append(text)
+            self.progress_seq += 1
+            self.progress_text = text
             self.cond.notify_all()
 
     def ended(self, end: ab.TurnEnd) -> None:
@@ -107,18 +109,22 @@ class LiveTurn:
                                question=None)
 
     def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool]) -> ab.TurnEnd | None:
-        """Block until this run ends (or pauses); progress() sees each progress text on the waiting thread."""
+        """Block until this run ends (or pauses); progress() gets the latest progress text (updates that came
+        faster than the caller took them are coalesced), on the waiting thread and outside the lock."""
         import time
 
         deadline = time.monotonic() + timeout
         told = 0
-        with self.cond:
-            while self.end is None and time.monotonic() < deadline and not stop():
-                for text in self.progress_seen[told:]:
-                    progress(text)
-                told = len(self.progress_seen)
-                self.cond.wait(min(0.25, max(0.0, deadline - time.monotonic())))
-            return self.end
+        while True:
+            with self.cond:
+                if self.progress_seq == told and self.end is None:
+                    self.cond.wait(min(0.25, max(0.0, deadline - time.monotonic())))
+                end, seq, text = self.end, self.progress_seq, self.progress_text
+            if seq != told:
+                told = seq
+                progress(text)
+            if end is not None or time.monotonic() >= deadline or stop():
+                return end
 
     @property
     def finished(self) -> bool:

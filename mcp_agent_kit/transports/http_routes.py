@@ -2,19 +2,21 @@
 
 One table (ROUTES) keyed by what the request shows: its `MCP-Protocol-Version` header (absent,
 a 2026-07-28 value, or a handshake-era value), whether it carries `Mcp-Session-Id`, and the
-message's shape (an `initialize`, a request with the `_meta` envelope, a bare request, a
-notification, a response). A bare request with no header and no session is what kagent's curl
-examples send and what the official SDK's stateless mode serves without `initialize` or a
-session: it is served once under an implied envelope (`implied_envelope`: the newest modern
-version, the client capabilities the request's own `_meta` carries, else none), with no header
-checks, because there are no headers to check. Rules: pure functions over header values and a
-parsed message; no sockets, no dispatcher.
+message's shape (an `initialize`, a request with the `_meta` envelope, a bare request, one with
+an older kit's bare `_meta` keys, a notification, a response). A bare request with no header
+and no session is what kagent's curl examples send and what the official SDK's stateless mode
+serves without `initialize` or a session: it is served once under an implied envelope
+(`implied_envelope`: the newest modern version and the client capabilities of the request's
+own `_meta`, else none), with no header checks, as there are no headers to check. Rules: pure
+functions over header values and a parsed message; no sockets; of the dispatcher only its
+bare-key test.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from mcp_agent_kit.core.dispatcher import bare_key_hint
 from mcp_agent_kit.wire import mcp
 
 MODERN: Final = "modern"
@@ -22,17 +24,19 @@ LEGACY: Final = "legacy"  # the initialize handshake and its Mcp-Session-Id sess
 STATELESS: Final = "stateless"
 
 # (header, has session, shape) -> route; header is "absent", "modern" or "legacy".
+SHAPES: Final = ("initialize", "enveloped", "bare", "bare-keys", "notification", "response")
 ROUTES: Final[dict[tuple[str, bool, str], str]] = {
-    **{("modern", session, shape): MODERN
-       for session in (False, True) for shape in ("initialize", "enveloped", "bare", "notification", "response")},
-    **{("legacy", session, shape): LEGACY
-       for session in (False, True) for shape in ("initialize", "enveloped", "bare", "notification", "response")},
+    **{("modern", session, shape): MODERN for session in (False, True) for shape in SHAPES},
+    **{("legacy", session, shape): LEGACY for session in (False, True) for shape in SHAPES},
     ("absent", False, "initialize"): LEGACY,
     ("absent", True, "initialize"): LEGACY,
     ("absent", False, "enveloped"): MODERN,
     ("absent", True, "enveloped"): MODERN,
     ("absent", False, "bare"): STATELESS,
     ("absent", True, "bare"): LEGACY,
+    # an older "stateless MCP" kit's bare `_meta` keys: the session error, which names the MCP keys to send
+    ("absent", False, "bare-keys"): LEGACY,
+    ("absent", True, "bare-keys"): LEGACY,
     ("absent", False, "notification"): STATELESS,
     ("absent", True, "notification"): LEGACY,
     ("absent", False, "response"): STATELESS,
@@ -53,7 +57,9 @@ def shape(kind: str, message: dict[str, Any]) -> str:
     if message["method"] == "initialize":
         return "initialize"
     meta = _meta(message)
-    return "enveloped" if meta is not None and mcp.META_PROTOCOL_VERSION in meta else "bare"
+    if meta is not None and mcp.META_PROTOCOL_VERSION in meta:
+        return "enveloped"
+    return "bare-keys" if meta is not None and bare_key_hint(message) else "bare"
 
 
 def header_class(version: str | None) -> str:

@@ -131,7 +131,8 @@ def test_the_sdk_client_lists_invokes_continues_retries_and_forks(agent_url: str
     assert got["retry"].structured_content == got["first"].structured_content
     assert got["second"].structured_content["text"] == "40"
     assert got["counted"].structured_content["text"] == "1, 2, 3"
-    assert "1, 2" in got["progress"]  # the streamed artifact text arrived as progress while the call ran
+    # the streamed artifact text arrived as progress while the call ran (fast updates may be coalesced)
+    assert got["progress"] and set(got["progress"]) <= {"1", "1, 2", "1, 2, 3"}
     assert got["forked"].structured_content["text"] == "80"
 
 
