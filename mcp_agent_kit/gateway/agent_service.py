@@ -18,7 +18,7 @@ from typing import Any
 
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.a2a_backend import A2ABackend
-from mcp_agent_kit.gateway.agent_sessions import SessionStore
+from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
 from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, Lane, LiveTurn, seal_id
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 
@@ -148,6 +148,12 @@ class AgentService:
 
     def begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
         """Start the turn invoke_agent asks for (or find the one a retried message_id started)."""
+        try:
+            return self._begin(principal, arguments)
+        except StoreFull as exc:
+            raise ServiceError(str(exc)) from None
+
+    def _begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
         message = arguments.get("message")
         agent, session_id = arguments.get("agent"), arguments.get("session_id")
         if not isinstance(message, str) or not message.strip():

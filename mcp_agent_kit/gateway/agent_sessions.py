@@ -7,7 +7,8 @@ session-creating `message_id`, a checkpoint's or fork's `request_id`), per princ
 also keeps the secret that seals task ids, so ids survive a restart. On open, a turn that was
 `working` when the process died is marked failed (a paused turn keeps its question: the agent
 still holds it). Rules: plain rows in and out; every lookup is scoped to the principal; one
-connection behind one lock; the file is created owner-only.
+connection behind one lock; the file is created owner-only; at most `max_sessions` sessions per
+principal and `max_turns` turns per session (StoreFull beyond).
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.core.task_table import now
+
+MAX_SESSIONS_PER_PRINCIPAL = 10_000
+MAX_TURNS_PER_SESSION = 10_000
+
+
+class StoreFull(Exception):
+    """A per-principal or per-session limit is reached (the caller sees it as a tool error)."""
+
 
 RESTARTED = "the gateway restarted while this turn was running; its outcome is unknown"
 _SCHEMA = """
@@ -50,7 +59,10 @@ def _principal(principal: str | None) -> str:
 class SessionStore:
     """Sessions, turns and checkpoints in one sqlite file (":memory:" for a store that ends with the process)."""
 
-    def __init__(self, path: str = ":memory:") -> None:
+    def __init__(self, path: str = ":memory:", *, max_sessions: int = MAX_SESSIONS_PER_PRINCIPAL,
+                 max_turns: int = MAX_TURNS_PER_SESSION) -> None:
+        self.max_sessions = max_sessions
+        self.max_turns = max_turns
         if path != ":memory:" and not os.path.exists(path):
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -98,6 +110,9 @@ class SessionStore:
             row = self._one("SELECT * FROM sessions WHERE principal=? AND create_key=?", (owner, create_key))
             if row is not None:
                 return row, False
+        counted = self._one("SELECT COUNT(*) AS n FROM sessions WHERE principal=?", (owner,))
+        if counted is not None and counted["n"] >= self.max_sessions:
+            raise StoreFull(f"you have {counted['n']} sessions, the most this gateway keeps per caller")
         session_id = make_id()
         with self._lock:
             try:
@@ -145,6 +160,9 @@ class SessionStore:
             try:
                 self._db.execute("UPDATE sessions SET seq=seq+1 WHERE id=?", (session_id,))
                 seq = self._db.execute("SELECT seq FROM sessions WHERE id=?", (session_id,)).fetchone()[0]
+                if seq > self.max_turns:
+                    raise StoreFull(f"session {session_id} has {self.max_turns} turns, the most it may have; "
+                                    "fork it from a checkpoint or start a new one")
                 self._db.execute(
                     "INSERT INTO turns(id, session_id, principal, seq, message_id, status, state, created, updated) "
                     "VALUES(?,?,?,?,?,'working','TASK_STATE_WORKING',?,?)",

@@ -21,6 +21,7 @@ from mcp_agent_kit.core.context import Context
 from mcp_agent_kit.core.tasks import REQUIRED
 from mcp_agent_kit.gateway.agent_questions import AnswerError, answer, elicitation
 from mcp_agent_kit.gateway.agent_service import AgentService, ServiceError
+from mcp_agent_kit.gateway.agent_sessions import StoreFull
 from mcp_agent_kit.gateway.agent_turns import open_id
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, RpcError
@@ -275,7 +276,7 @@ def _guarded(handler: Any) -> Any:
         try:
             result: ToolResult = handler(_gateway_context, arguments)
             return result
-        except ServiceError as exc:
+        except (ServiceError, StoreFull) as exc:
             return ToolResult([text(str(exc))], is_error=True)
 
     return tool

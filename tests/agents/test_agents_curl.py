@@ -306,3 +306,43 @@ def test_an_agent_that_goes_down_fails_its_turn_and_shows_not_ready(gateway_of: 
     assert again["isError"] and "unreachable" in again["structuredContent"]["text"]
     agent = run.call("list_agents", {})["structuredContent"]["agents"][0]
     assert agent["ready"] is False and "unreachable" in agent["reason"]
+
+
+def test_an_agent_that_answers_garbage_fails_the_turn_and_the_gateway_lives_on(
+        agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    import http.server
+    import json
+    import threading
+
+    class Garbage(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+        def _send(self, kind: str, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            host, port = self.server.server_address[:2]
+            card = {"name": "g", "supportedInterfaces": [
+                {"url": f"http://{host}:{port}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+            self._send("application/json", json.dumps(card).encode())
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self._send("text/event-stream", b'data: {"result": {"statusUpdate": "not an object"}}\n\ndata: {nope\n\n')
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        run = gateway_of({"agents": {"kagent/my-first-agent": {"a2a": agent_url},
+                                     "bad/garbage": {"a2a": f"http://127.0.0.1:{server.server_address[1]}"}}})
+        bad = run.call("invoke_agent", {"agent": {"namespace": "bad", "name": "garbage"}, "message": "hi"})
+        assert bad["isError"] and "not JSON" in bad["structuredContent"]["text"]
+        assert run.call("invoke_agent", {"agent": AGENT, "message": "2+3"})["structuredContent"]["text"] == "5"
+    finally:
+        server.shutdown()
+        server.server_close()

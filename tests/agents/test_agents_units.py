@@ -97,3 +97,19 @@ def test_cli_refuses_a_bad_agents_section_in_one_line(tmp_path: Path) -> None:
                           text=True, timeout=60)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "namespace/name" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_store_keeps_its_limits() -> None:
+    from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
+
+    store = SessionStore(max_sessions=1, max_turns=1)
+    session, created = store.create_session("alice", "a/b", lambda: "s1", None)
+    assert created
+    with pytest.raises(StoreFull, match="sessions"):
+        store.create_session("alice", "a/b", lambda: "s2", None)
+    assert store.create_session("bob", "a/b", lambda: "s3", None)[1]  # another caller is not affected
+    store.add_turn(session["id"], "alice", "m1")
+    with pytest.raises(StoreFull, match="turns"):
+        store.add_turn(session["id"], "alice", "m2")
+    assert [t["message_id"] for t in store.turns(session["id"])] == ["m1"]  # the refused turn left nothing
+    assert store.session(session["id"], "alice")["seq"] == 1  # type: ignore[index]
