@@ -207,11 +207,18 @@ def test_a_restart_keeps_sessions_and_fails_the_running_turn(agent_url: str, tmp
     done = run.call("invoke_agent", {"agent": AGENT, "message": "What is 5+5?"})["structuredContent"]
     running = start_task(run, {"session_id": done["session_id"], "message": "wait"})
     poll(run, running, until=("working",))
-    run.close()  # the gateway dies with the turn still working
+    asking = start_task(run, {"agent": AGENT, "message": "Which database?"})
+    (key, _), = poll(run, asking, until=("input_required",))["inputRequests"].items()
+    run.close()  # the gateway dies with one turn still working and one waiting for an answer
     again = gateway_of(_config(agent_url), store)
+    assert again.rpc("tasks/get", {"taskId": asking, "_meta": TASKS_META})["result"]["status"] == "input_required"
+    again.rpc("tasks/update", {"taskId": asking, "inputResponses": {
+        key: {"action": "accept", "content": {"response": "MySQL"}}}, "_meta": TASKS_META})
+    assert "MySQL" in poll(again, asking, until=("completed",))["statusMessage"]  # the agent still held the question
     failed = again.rpc("tasks/get", {"taskId": running, "_meta": TASKS_META})["result"]
     assert failed["status"] == "failed" and "restarted" in failed["statusMessage"]
-    assert [s["id"] for s in again.call("list_sessions", {})["structuredContent"]["sessions"]] == [done["session_id"]]
+    sessions = again.call("list_sessions", {})["structuredContent"]["sessions"]
+    assert done["session_id"] in [s["id"] for s in sessions] and len(sessions) == 2
     later = again.call("invoke_agent", {"session_id": done["session_id"], "message": "Multiply that by 3."})
     assert later["structuredContent"]["text"] == "30"  # the agent kept the context; the gateway kept the session
 
