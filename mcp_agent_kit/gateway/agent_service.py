@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -67,8 +68,14 @@ class Unavailable:
         return None
 
 
+# agent kind -> its AgentBackend; a kind this build cannot drive is listed as Unavailable. The ACP
+# backend, when it lands, is one more row: "acp": AcpBackend.
+KINDS: dict[str, Callable[[AgentSpec], ab.AgentBackend]] = {"a2a": A2ABackend}
+
+
 def make_backend(spec: AgentSpec) -> ab.AgentBackend:
-    return A2ABackend(spec) if spec.kind == "a2a" else Unavailable(spec, ACP_MISSING)
+    kind = KINDS.get(spec.kind)
+    return kind(spec) if kind is not None else Unavailable(spec, ACP_MISSING)
 
 
 class AgentService:
