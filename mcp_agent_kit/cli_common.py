@@ -96,6 +96,51 @@ def add_token_options(parser: Any, what: str = "HTTP") -> None:
                         help='a JSON object mapping each accepted token to its principal, e.g. {"s3cret": "alice"}')
 
 
+def add_origin_options(parser: Any) -> None:
+    """`--allow-host HOST` and `--allow-origin ORIGIN` (both repeatable): the Host/Origin allowlists."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="also accept this Host header (repeatable; '*' for any; loopback names always pass)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also accept this Origin, e.g. https://app.example.com (repeatable)")
+
+
+def add_oauth_options(parser: Any, *, public_url: bool = True) -> None:
+    """The OAuth resource-server flags shared by `serve`, `a2a` and `gateway` (docs/oauth.md)."""
+    group = parser.add_argument_group("OAuth (accept access tokens from an authorization server)")
+    group.add_argument("--oauth-issuer", metavar="URL", help="the authorization server whose tokens are accepted")
+    group.add_argument("--oauth-audience", metavar="URL",
+                       help="the audience tokens must name (default: this server's public URL)")
+    group.add_argument("--oauth-jwks-url", metavar="URL", help="the issuer's JWK Set (default: from its metadata)")
+    group.add_argument("--oauth-scopes", metavar="S1,S2", default="", help="scopes every request needs")
+    group.add_argument("--oauth-introspection-url", metavar="URL", help="RFC 7662 endpoint, for opaque tokens")
+    group.add_argument("--oauth-client-id", metavar="ID", help="this server's client id at the introspection endpoint")
+    group.add_argument("--oauth-client-secret-env", metavar="VAR",
+                       help="the environment variable holding that client's secret")
+    if public_url:
+        group.add_argument("--public-url", metavar="URL", help="the URL clients use, when behind a proxy")
+
+
+def oauth_settings(args: Any) -> Any:
+    """The OAuthSettings the flags give (None without --oauth-issuer); CliError for a bad combination."""
+    from mcp_agent_kit.auth.settings import OAuthSettings, secret_from_env
+
+    given = [name for name in ("oauth_audience", "oauth_jwks_url", "oauth_introspection_url", "oauth_client_id",
+                               "oauth_client_secret_env") if getattr(args, name, None)]
+    if not args.oauth_issuer:
+        if given or args.oauth_scopes:
+            raise CliError("--oauth-* options need --oauth-issuer", "give --oauth-issuer URL", USAGE)
+        return None
+    try:
+        secret = secret_from_env(args.oauth_client_secret_env)
+    except ValueError as exc:
+        raise CliError(str(exc), f"export {args.oauth_client_secret_env}=... first", USAGE) from None
+    scopes = tuple(s for s in (part.strip() for part in args.oauth_scopes.replace(" ", ",").split(",")) if s)
+    return OAuthSettings(issuer=args.oauth_issuer, audience=args.oauth_audience, jwks_url=args.oauth_jwks_url,
+                         scopes=scopes, introspection_url=args.oauth_introspection_url,
+                         client_id=args.oauth_client_id, client_secret=secret,
+                         public_url=getattr(args, "public_url", None))
+
+
 def token_principal(token: str) -> str:
     """The principal of a token given without one: a short hash, never the token itself."""
     import hashlib

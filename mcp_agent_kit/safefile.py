@@ -2,7 +2,9 @@
 
 Rules: standard library only, neutral (any layer may import it). A read resolves the path and,
 when a root is given, refuses a path that resolves outside the resolved root (a symlink out);
-it then opens the resolved path with O_NOFOLLOW | O_NONBLOCK (a FIFO does not block the open),
+it then opens the resolved path with O_NOFOLLOW | O_NONBLOCK (a FIFO does not block the open) —
+under a root, one component at a time from the root's descriptor, each with O_NOFOLLOW, so a
+directory swapped for a symlink after the check is refused, not followed —
 checks on the opened descriptor (not the path, so a swap after the check changes nothing) that
 it is a regular file, and reads at most ``limit`` bytes, refusing anything larger. Every refusal
 is an UnsafeFileError carrying a rule id: ``symlink-outside``, ``special-file`` or
@@ -21,6 +23,9 @@ from pathlib import Path
 MIB = 1 << 20
 DEFAULT_LIMIT = MIB  # manifests, configs, SKILL.md, templates: 1 MiB each
 _CHUNK = 64 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class UnsafeFileError(OSError):
@@ -60,11 +65,11 @@ def open_regular(path: str | os.PathLike[str], *, root: str | os.PathLike[str] |
     real = os.path.realpath(path)
     if root is not None and not Path(real).is_relative_to(os.path.realpath(root)):
         raise UnsafeFileError("symlink-outside", f"{shown} resolves outside {os.fspath(root)}")
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
     try:
-        fd = os.open(real, flags)
+        fd = os.open(real, flags) if root is None else _open_beneath(os.path.realpath(root), real, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # swapped for a link after realpath
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a link after realpath
             raise UnsafeFileError("symlink-outside", f"{shown} changed into a symlink while opened") from exc
         raise
     try:
@@ -76,6 +81,21 @@ def open_regular(path: str | os.PathLike[str], *, root: str | os.PathLike[str] |
         os.close(fd)
         raise
     return fd
+
+
+def _open_beneath(real_root: str, real: str, flags: int) -> int:
+    """Open ``real`` (symlink-free, inside ``real_root``) walking down from the root's descriptor,
+    every component with O_NOFOLLOW: a component that became a symlink fails with ELOOP/ENOTDIR."""
+    parts = Path(real).relative_to(real_root).parts
+    fd = os.open(real_root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for name in parts[:-1]:
+            child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return os.open(parts[-1], flags, dir_fd=fd) if parts else os.open(real_root, flags)
+    finally:
+        os.close(fd)
 
 
 def read_bytes(

@@ -26,8 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-JSON_DOCS = ("wire-format.md", "errors.md")
-PYTHON_DOCS = ("quickstart.md", "writing-servers.md", "wire-format.md", "errors.md", "performance.md")
+JSON_DOCS = ("wire-format.md", "errors.md", "oauth.md")
+PYTHON_DOCS = ("quickstart.md", "writing-servers.md", "wire-format.md", "errors.md", "performance.md", "oauth.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.S | re.M)
 REPLAY = re.compile(r"<!-- replay: (\S+) -->(.*?)<!-- end replay -->", re.S)
 MASK = "<requestState>"

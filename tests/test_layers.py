@@ -33,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"wire"},
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
     "client": {"client", "wire"},
+    # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
+    "auth": {"auth"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "a2a"},  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
@@ -101,3 +103,14 @@ def test_the_rules_see_relative_and_root_imports() -> None:
 def test_nothing_imports_the_cli() -> None:
     for path in MODULES:
         assert "__main__" not in imported_modules(path), path
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """pyproject.toml lists the packages by hand: a new one left out would be missing from the wheel
+    (an ImportError only for users who install it, not in an editable checkout)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"

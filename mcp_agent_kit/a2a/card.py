@@ -20,8 +20,14 @@ from mcp_agent_kit.a2a.protocol import PROTOCOL_VERSION
 MAX_AGE = 300
 
 
-def build_card(agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = False) -> dict[str, Any]:
-    """interfaces: (url, protocolBinding) pairs in order of preference."""
+BEARER_SCHEME = {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "Authorization: Bearer <token>"}}
+
+
+def build_card(agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = False,
+               schemes: dict[str, tuple[dict[str, Any], list[str]]] | None = None) -> dict[str, Any]:
+    """interfaces: (url, protocolBinding) pairs in order of preference. schemes: name -> (SecurityScheme,
+    scopes it needs); any one of them is enough (each is its own requirement). bearer: the static-token
+    scheme, when no schemes are given."""
     capabilities: dict[str, Any] = {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
     extensions = agent.extensions()
     if extensions:
@@ -38,21 +44,23 @@ def build_card(agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = F
         "defaultOutputModes": list(agent.output_modes),
         "skills": agent.skills(),
     }
-    if bearer:
-        card["securitySchemes"] = {
-            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "Authorization: Bearer <token>"}}
-        }
-        card["securityRequirements"] = [{"schemes": {"bearer": {"list": []}}}]
+    if schemes is None and bearer:
+        schemes = {"bearer": (BEARER_SCHEME, [])}
+    if schemes:
+        card["securitySchemes"] = {name: scheme for name, (scheme, _) in schemes.items()}
+        card["securityRequirements"] = [{"schemes": {name: {"list": scopes}}} for name, (_, scopes) in schemes.items()]
     return card
 
 
 class CardDocument:
     """The served card bytes with a strong ETag and the time they last changed."""
 
-    def __init__(self, agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = False) -> None:
+    def __init__(self, agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = False,
+                 schemes: dict[str, tuple[dict[str, Any], list[str]]] | None = None) -> None:
         self.agent = agent
         self.interfaces = interfaces
         self.bearer = bearer
+        self.schemes = schemes
         self._lock = threading.Lock()
         self._etag = ""
         self._body = b""
@@ -60,7 +68,7 @@ class CardDocument:
 
     def current(self) -> tuple[bytes, str, str]:
         """(body, ETag, Last-Modified) — rebuilt each time so registry changes show at once."""
-        card = build_card(self.agent, self.interfaces, self.bearer)
+        card = build_card(self.agent, self.interfaces, self.bearer, self.schemes)
         body = json.dumps(card, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:

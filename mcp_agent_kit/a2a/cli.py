@@ -17,11 +17,14 @@ from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
     Parser,
+    add_oauth_options,
+    add_origin_options,
     add_token_options,
     alias,
     fail,
     host_port,
     listen_failed,
+    oauth_settings,
     port_number,
     prog,
     tokens_from,
@@ -61,6 +64,8 @@ def parser() -> Parser:
     parser.add_argument("--store", metavar="PATH", help="keep tasks in this sqlite3 file (default: in memory)")
     add_token_options(parser, "JSON-RPC and REST")
     parser.add_argument("--public-url", metavar="URL", help="the base URL clients use, when behind a proxy")
+    add_origin_options(parser)
+    add_oauth_options(parser, public_url=False)
     parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="N", help="largest request body in bytes")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     parser.add_argument("--verbose", action="store_true", help="log requests")
@@ -80,8 +85,9 @@ def main(argv: list[str]) -> int:
         cli.error("give either --http HOST:PORT or the older --host/--port, not both")
     host, port = bind_address(args)
     tokens = tokens_from(args, principal=principal_for)
-    if not is_loopback(host) and not tokens and not args.insecure:
-        cli.error(f"binding {host} exposes the agent to the network: give --token (or --insecure)")
+    oauth = oauth_settings(args)
+    if not is_loopback(host) and not tokens and oauth is None and not args.insecure:
+        cli.error(f"binding {host} exposes the agent to the network: give --token or --oauth-issuer (or --insecure)")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     from mcp_agent_kit.loader import TargetError, load_target
 
@@ -94,6 +100,11 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
         return fail(f"cannot open the task store {args.store}: {exc}", "give --store a sqlite3 file (or none)", USAGE)
     try:
-        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body)
+        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body,
+                     allowed_hosts=args.allow_host, allowed_origins=args.allow_origin, oauth=oauth)
+    except ValueError as exc:
+        if oauth is None:
+            raise
+        return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

@@ -1,7 +1,8 @@
 """http: serves an A2A agent on the `httpd` engine — card, JSON-RPC, HTTP+JSON, SSE streams.
 
 Secure by default: loopback bind, Host and Origin checked by `httpd.gate` against loopback names
-(DNS rebinding; a public bind checks neither, as before), a body limit, and optional bearer tokens
+(DNS rebinding and CSRF; on every bind, a public one included, the card's host and `--allow-host`/`--allow-origin`
+values pass too), a body limit, and optional bearer tokens
 (each token is a principal; tasks are isolated per principal). The engine reads requests on its
 event loop (slow clients hold no thread) and runs these handlers on a bounded worker pool.
 JSON-RPC errors go out with HTTP 200; streams are `text/event-stream`, flushed per event, and the
@@ -17,14 +18,17 @@ import ipaddress
 import json
 import logging
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mcp_agent_kit.a2a import jsonrpc, rest
-from mcp_agent_kit.a2a.card import MAX_AGE, CardDocument, etag_matches
+from mcp_agent_kit.a2a.card import BEARER_SCHEME, MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
+from mcp_agent_kit.auth.metadata import AS_SUFFIX, well_known
+from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
+from mcp_agent_kit.auth.settings import OAuthSettings
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 
@@ -34,6 +38,8 @@ RPC_PATH = "/a2a"
 REST_PATH = "/a2a/rest"
 MAX_BODY = 1 << 20
 _JSON_TYPES = ("application/json", "application/a2a+json")
+HOST_REFUSED = ("Host or Origin header not allowed: start the agent with --allow-host HOST or --allow-origin ORIGIN"
+                " (or --public-url URL)")
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -55,6 +61,39 @@ def principal_for(token: str) -> str:
     return "bearer:" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
+def own_names(bind: str, base_url: str) -> list[str]:
+    """The names a client may reach this agent by without being told: the card's host and, on a
+    wildcard bind, this machine's host names and their addresses."""
+    names = [urlsplit(base_url).hostname or ""]
+    if bind in ("", "0.0.0.0", "::"):
+        hostname = socket.gethostname()
+        names += [hostname, socket.getfqdn()]
+        with contextlib.suppress(OSError):
+            names += [str(info[4][0]) for info in socket.getaddrinfo(hostname, None)]
+    return [name for name in names if name]
+
+
+def card_schemes(bearer: bool, oauth: ProtectedResource | None) -> dict[str, tuple[dict[str, Any], list[str]]] | None:
+    """The card's securitySchemes: OAuth 2.0 (authorization code with PKCE, from the authorization
+    server's metadata) when configured, and the static bearer token when tokens are."""
+    if oauth is None:
+        return None
+    schemes: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    meta = oauth.server_metadata or {}
+    scopes = {scope: scope for scope in oauth.scopes}
+    if isinstance(meta.get("authorization_endpoint"), str) and isinstance(meta.get("token_endpoint"), str):
+        flow: dict[str, Any] = {"authorizationUrl": meta["authorization_endpoint"], "tokenUrl": meta["token_endpoint"],
+                                "scopes": scopes, "pkceRequired": True}
+        scheme = {"flows": {"authorizationCode": flow}, "oauth2MetadataUrl": well_known(oauth.authorization_servers[0],
+                                                                                       AS_SUFFIX)}
+        schemes["oauth"] = ({"oauth2SecurityScheme": scheme}, list(oauth.scopes))
+    else:  # keys given by hand, no metadata: say only that a bearer JWT is expected
+        schemes["oauth"] = ({"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT"}}, list(oauth.scopes))
+    if bearer:
+        schemes["bearer"] = (BEARER_SCHEME, [])
+    return schemes
+
+
 class A2AServer(Server):
     def __init__(
         self,
@@ -66,7 +105,13 @@ class A2AServer(Server):
         public_url: str | None = None,
         max_body: int = MAX_BODY,
         max_workers: int = 128,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        oauth: OAuthSettings | ProtectedResource | None = None,
     ) -> None:
+        """allowed_hosts / allowed_origins: Host and Origin values accepted beyond the defaults
+        (loopback names, the bound address, the host of the card's URLs); "*" accepts any.
+        oauth: accept OAuth access tokens whose audience is this agent's URL (docs/oauth.md)."""
         # an over-limit body up to 8x the limit is read away (on the loop), so the client sees the 413
         limits = Limits(workers=max_workers, max_body=max_body, drain_limit=8 * max_body)
         super().__init__((host, port), A2ARequestHandler.serve(self), limits)
@@ -78,16 +123,25 @@ class A2AServer(Server):
         actual = self.server_address[1]
         shown = socket.getfqdn() if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
         self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
-        public_host = urlsplit(public_url).hostname if public_url else None
-        anyone = None if is_loopback(host) else ["*"]  # a public bind checks neither Host nor Origin
+        # DNS-rebinding and CSRF protection on every bind, as on the MCP endpoint: the Host must name
+        # this agent (as its card does, or as given), an Origin must be one of those or allowed.
+        try:
+            built = oauth.build(self.base_url, name=engine.agent.name) if isinstance(oauth, OAuthSettings) else None
+            protected = built or (oauth if isinstance(oauth, ProtectedResource) else None)
+        except (OSError, ValueError):
+            self.server_close()
+            raise
         self.policy = Policy(
             bind_host=host,
-            allowed_hosts=anyone or ([public_host] if public_host else []),
-            allowed_origins=anyone,
+            allowed_hosts=[*own_names(host, self.base_url), *allowed_hosts],
+            allowed_origins=allowed_origins,
             tokens=self.tokens,
+            oauth=protected,
+            realm="a2a",
         )
         interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
-        self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens))
+        self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens),
+                                 schemes=card_schemes(bool(self.tokens), protected))
 
 
 class A2ARequestHandler(Handler):
@@ -118,11 +172,6 @@ class A2ARequestHandler(Handler):
     def _host_ok(self) -> bool:
         policy = self.server.policy
         return policy.host_ok(self.headers.get("Host")) and policy.origin_ok(self.headers.get("Origin"))
-
-    def _principal(self) -> str | None:
-        """ "" when auth is off; the token's principal; None when a token is required and wrong."""
-        policy = self.server.policy
-        return policy.principal(self.headers.get("Authorization")) if policy.auth_required else ""
 
     def _body(self, rpc: bool) -> bytes | None:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -193,12 +242,14 @@ class A2ARequestHandler(Handler):
     def _gate(self, rpc: bool) -> str | None:
         if not self._host_ok():
             self.close_connection = True
-            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), rpc)
+            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), rpc)
             return None
-        principal = self._principal()
-        if principal is None:
-            self._refuse(A2AError("Unauthenticated"), rpc, WWW_Authenticate='Bearer realm="a2a"')
-        return principal
+        try:
+            return self.server.policy.authorize(self.headers.get("Authorization")) or ""
+        except Refusal as refused:
+            name = "PermissionDenied" if refused.status == 403 else "Unauthenticated"
+            self._refuse(A2AError(name, refused.description), rpc, WWW_Authenticate=refused.challenge)
+            return None
 
     def do_HEAD(self) -> None:
         self.do_GET()
@@ -211,8 +262,11 @@ class A2ARequestHandler(Handler):
     def do_GET(self) -> None:
         self._no_body()
         url = urlsplit(self.path)
+        oauth = self.server.policy.oauth
         if url.path in CARD_PATHS:
             self._card()
+        elif oauth is not None and url.path in oauth.metadata_paths:  # RFC 9728, public like the card
+            self._send(200, oauth.document, Access_Control_Allow_Origin="*", Cache_Control=f"public, max-age={MAX_AGE}")
         else:
             self._rest(url.path, url.query)
 
@@ -232,7 +286,8 @@ class A2ARequestHandler(Handler):
 
     def _card(self) -> None:
         if not self._host_ok():
-            self._refuse(A2AError("InvalidRequest", "Host or Origin header not allowed"), False)
+            self.close_connection = True
+            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), False)
             return
         body, etag, modified = self.server.card.current()
         headers = {"Cache-Control": f"public, max-age={MAX_AGE}", "ETag": etag, "Last_Modified": modified}
@@ -330,6 +385,9 @@ def serve(
     tokens: list[str] | Mapping[str, str] | None = None,
     public_url: str | None = None,
     max_body: int = MAX_BODY,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    oauth: OAuthSettings | None = None,
 ) -> int:
     """Serve until interrupted; returns the exit code."""
     def announce(server: A2AServer) -> None:
@@ -338,7 +396,8 @@ def serve(
     # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
     try:
         return run_until_stopped(
-            lambda: A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body), announce
+            lambda: A2AServer(engine, host, port, tokens=tokens, public_url=public_url, max_body=max_body,
+                              allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, oauth=oauth), announce
         )
     finally:
         engine.store.close()

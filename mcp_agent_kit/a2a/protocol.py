@@ -57,6 +57,7 @@ ERRORS: Final[dict[str, tuple[int, str | None, int, str, str]]] = {
     "InvalidParams": (-32602, None, 400, "INVALID_ARGUMENT", "Invalid params"),
     "Internal": (-32603, None, 500, "INTERNAL", "Internal error"),
     "Unauthenticated": (-32600, "UNAUTHENTICATED", 401, "UNAUTHENTICATED", "Authentication required"),
+    "PermissionDenied": (-32600, "PERMISSION_DENIED", 403, "PERMISSION_DENIED", "Permission denied"),
     "PayloadTooLarge": (-32600, "PAYLOAD_TOO_LARGE", 413, "INVALID_ARGUMENT", "Request body too large"),
 }
 

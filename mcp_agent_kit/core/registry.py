@@ -158,6 +158,10 @@ def _clean(mapping: dict[str, Any]) -> dict[str, Any]:
 class Registry:
     """The definitions one server serves, with change notification."""
 
+    relayed_methods: frozenset[str] = frozenset()
+    """Methods whose handlers wait on another server (a gateway's proxies): transports run them
+    where a wait costs no request worker (the HTTP engine's stream threads)."""
+
     def __init__(
         self,
         name: str,

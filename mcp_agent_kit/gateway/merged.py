@@ -43,7 +43,10 @@ _Add = Callable[[Backend, dict[str, Any], str], None]
 class GatewayServer(Server):
     """The merged server: it always offers tools, prompts and resources, so that `tools/list` (and
     the other lists) answers an empty list, not -32601, while every backend is down or offers none;
-    the lists fill in when a backend comes (back) up."""
+    the lists fill in when a backend comes (back) up. Its calls wait on the backends, so they are
+    relayed: over HTTP they run off the request workers, and a hung backend holds none of them."""
+
+    relayed_methods = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 
     def has(self, kind: ListKind) -> bool:
         return kind in ("tools", "prompts", "resources") or super().has(kind)

@@ -2,8 +2,10 @@
 
 DNS-rebinding protection checks `Host` and `Origin` against allowlists (loopback names by
 default); an optional bearer token is compared in constant time and names the principal that
-owns sessions and tasks. Rules: pure decisions over header values; the transport turns them
-into 401/403 replies.
+owns sessions and tasks; with OAuth (auth.resource) an access token is validated instead, or as
+well, and its subject is the principal. `authorize` says who a request is, or raises the
+Refusal whose status and WWW-Authenticate the transport sends. Rules: pure decisions over header
+values; the transport turns them into 401/403 replies.
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from mcp_agent_kit.auth.resource import Refusal
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.auth.resource import ProtectedResource
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 ANY = "*"
@@ -45,6 +53,8 @@ class Policy:
         allowed_origins: Iterable[str] | None = None,
         token: str | None = None,
         tokens: Mapping[str, str] | None = None,
+        oauth: ProtectedResource | None = None,
+        realm: str = "mcp",
     ) -> None:
         hosts = set(LOOPBACK_HOSTS)
         if bind_host not in ("", "0.0.0.0", "::"):
@@ -56,10 +66,27 @@ class Policy:
         if token:
             principals[token] = "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
         self._tokens = [(t.encode(), p) for t, p in principals.items()]
+        self.oauth = oauth
+        self.realm = realm
 
     @property
     def auth_required(self) -> bool:
-        return bool(self._tokens)
+        return bool(self._tokens) or self.oauth is not None
+
+    def authorize(self, authorization: str | None) -> str | None:
+        """Who sent the request: None when no authentication is configured, else the principal of
+        a valid static token or OAuth access token; Refusal (401/403 and its challenge) otherwise."""
+        if not self.auth_required:
+            return None
+        if self._tokens:
+            found = self.principal(authorization)
+            if found is not None:
+                return found
+        if self.oauth is not None:
+            return self.oauth.authenticate(authorization).principal
+        sent = bool((authorization or "").strip())
+        challenge = f'Bearer realm="{self.realm}"' + (', error="invalid_token"' if sent else "")
+        raise Refusal(401, challenge, "a valid bearer token is required")
 
     def host_ok(self, host_header: str | None) -> bool:
         if ANY in self.allowed_hosts:

@@ -15,10 +15,13 @@ from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    add_oauth_options,
+    add_origin_options,
     add_token_options,
     fail,
     host_port,
     listen_failed,
+    oauth_settings,
     prog,
     tokens_from,
 )
@@ -35,10 +38,8 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
                       help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
     add_token_options(parser, "HTTP; default $MCP_TOKEN")
     parser.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default /mcp)")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                        help="also accept this Host header (repeatable; '*' for any; loopback names always pass)")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="also accept this Origin, e.g. https://app.example.com (repeatable)")
+    add_origin_options(parser)
+    add_oauth_options(parser)
     parser.add_argument("--max-message-bytes", "--max-body", dest="max_message", type=int, default=DEFAULT_MAX_MESSAGE,
                         metavar="N", help="largest message: a stdio line or an HTTP body (default 4 MiB)")
     parser.add_argument("--workers", type=int, default=64, metavar="N", help="most HTTP connections served at once")
@@ -60,13 +61,19 @@ def serve(server: Any, args: argparse.Namespace, name: str) -> int:
     host, port = args.http
     try:
         tokens = tokens_from(args, "MCP_TOKEN")
+        oauth = oauth_settings(args)
     except CliError as exc:
         return fail(exc.problem, exc.fix, exc.code, name)
     try:
         return int(server.serve_http(
             host, port, tokens=tokens, path=args.path, allowed_hosts=args.allow_host,
-            allowed_origins=args.allow_origin, max_body=args.max_message, max_workers=args.workers,
+            allowed_origins=args.allow_origin, max_body=args.max_message, max_workers=args.workers, oauth=oauth,
         ))
+    except ValueError as exc:
+        if oauth is None:
+            raise
+        # OAuth set-up: the issuer's metadata or keys cannot be used
+        return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)", name=name)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc, name)
 

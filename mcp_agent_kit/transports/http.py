@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any
 
+from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
+from mcp_agent_kit.auth.settings import OAuthSettings
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
@@ -29,6 +31,7 @@ from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_R
 log = logging.getLogger("mcp_agent_kit.http")
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 SESSION_HEADER = "Mcp-Session-Id"
+STREAM, RELAYED = "stream", "relayed"  # what runs on the engine's stream threads (_long_lived)
 STREAM_RETRY_AFTER = 5  # seconds, in the 503 when every stream thread is taken
 STREAM_POLL = 0.25  # how often a GET stream notices its session or the server closing
 HEARTBEAT_S = 15.0  # an SSE comment on a quiet GET stream, so a vanished client is noticed
@@ -70,12 +73,20 @@ class McpHTTPServer(Server):
         self.idle_timeout = idle_timeout
         self.sessions = Sessions(dispatcher, idle_ttl=session_ttl)
         self.closing = threading.Event()
+        self.relayed_markers = tuple(b'"%s"' % m.encode() for m in sorted(dispatcher.registry.relayed_methods))
         limits = Limits(
             workers=max_workers, max_connections=max_connections, max_body=max_body,
             header_timeout=header_timeout, body_timeout=max(header_timeout, 30.0), idle_timeout=idle_timeout,
             single_headers=_SINGLE, stream_workers=max_streams,
         )
         super().__init__(address, McpRequestHandler.serve(self), limits)
+
+    @property
+    def url(self) -> str:
+        """http://HOST:PORT/PATH as bound (a wildcard bind shows as 127.0.0.1)."""
+        host, port = self.server_address[:2]
+        host = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}{self.path}"
 
     def server_close(self) -> None:
         self.closing.set()
@@ -93,8 +104,20 @@ class McpRequestHandler(Handler):
             self.command != "POST" and self.headers.get("content-length", "0").strip() != "0"
         ):  # a body we never read (or framing we do not speak) must not be parsed as the next request
             self.close_connection = True
-        if self._long_lived():
-            if not self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
+        oauth = self.server.policy.oauth
+        path = self.path.partition("?")[0]
+        if oauth is not None and self.command in ("GET", "HEAD") and path in oauth.metadata_paths:
+            public = {"Access-Control-Allow-Origin": "*", "Cache-Control": "public, max-age=300"}
+            self._plain(200, oauth.document, public, "application/json")  # RFC 9728: before any token check
+            self.wfile.flush()
+            return
+        waits = self._long_lived()
+        if waits:
+            if self.server.hand_off(self.wfile, self._run_stream):  # type: ignore[arg-type]
+                return
+            if waits == RELAYED:  # every stream thread taken: run here, as any other call
+                super().run()
+            else:
                 self.close_connection = True
                 self._json_error(503, INTERNAL_ERROR, "Service Unavailable: too many open streams",
                                  {"Retry-After": str(STREAM_RETRY_AFTER)})
@@ -102,11 +125,18 @@ class McpRequestHandler(Handler):
             return
         super().run()
 
-    def _long_lived(self) -> bool:
-        """A GET stream or a subscriptions/listen: it runs on a stream thread, not a request worker."""
+    def _long_lived(self) -> str | None:
+        """What runs on a stream thread, not a request worker: a GET stream or a subscriptions/listen
+        (STREAM), or a call the server relays to another server, which may wait on it (RELAYED).
+        Bytes are matched, not parsed: a false match only moves a request to another thread."""
         if self.command == "GET":
-            return True
-        return self.command == "POST" and b"subscriptions/listen" in self.rfile.getvalue()  # type: ignore[attr-defined]
+            return STREAM
+        if self.command != "POST":
+            return None
+        body = self.rfile.getvalue()  # type: ignore[attr-defined]
+        if b"subscriptions/listen" in body:
+            return STREAM
+        return RELAYED if any(marker in body for marker in self.server.relayed_markers) else None
 
     def _run_stream(self) -> bool:
         super().run()
@@ -156,12 +186,13 @@ class McpRequestHandler(Handler):
             self.close_connection = True
             self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
             return False, None
-        principal = policy.principal(self.headers.get("Authorization")) if policy.auth_required else None
-        if policy.auth_required and principal is None:
+        try:
+            principal = policy.authorize(self.headers.get("Authorization"))
+        except Refusal as refused:
             self.close_connection = True
-            error = "invalid_token" if self.headers.get("Authorization") else "invalid_request"
-            self._json_error(401, INVALID_REQUEST, "Unauthorized: a valid bearer token is required",
-                             {"WWW-Authenticate": f'Bearer realm="mcp", error="{error}"'})
+            what = "Forbidden" if refused.status == 403 else "Unauthorized"
+            self._json_error(refused.status, INVALID_REQUEST, f"{what}: {refused.description}",
+                             {"WWW-Authenticate": refused.challenge})
             return False, None
         if srv.principal_header is not None:  # the token (if any) admits the proxy; the header names the user
             return self._trusted_principal(srv.principal_header)
@@ -424,8 +455,17 @@ def make_server(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 800
     """Build (and bind) the server without serving; `port=0` picks a free port."""
     policy_keys = ("allowed_hosts", "allowed_origins", "token", "tokens")
     policy_options = {key: options.pop(key) for key in policy_keys if key in options}
+    oauth: OAuthSettings | ProtectedResource | None = options.pop("oauth", None)
     policy = Policy(bind_host=host, **policy_options)
-    return McpHTTPServer((host, port), dispatcher, policy=policy, **options)
+    server = McpHTTPServer((host, port), dispatcher, policy=policy, **options)
+    if isinstance(oauth, OAuthSettings):
+        try:  # the audience defaults to the URL this server is reached at, known once bound
+            oauth = oauth.build(server.url, name=dispatcher.registry.name)
+        except (OSError, ValueError):
+            server.server_close()
+            raise
+    policy.oauth = oauth
+    return server
 
 
 def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:

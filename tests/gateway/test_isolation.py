@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import select
+import socket
 import statistics
 import subprocess
 import sys
@@ -22,6 +25,8 @@ import pytest
 
 from mcp_agent_kit.client.loglimit import LineLimiter
 from mcp_agent_kit.gateway import ConfigError, Gateway, parse_config
+from mcp_agent_kit.transports.http import make_server
+from tests.net import wait_until
 from tests.stdio_peer import MODERN_META, modern
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,3 +301,61 @@ def test_limits_in_the_config() -> None:
     for bad in ({"timeout": 0}, {"timeout": "5"}, {"maxInFlight": 0}, {"maxInFlight": 2.5}, {"maxInFlight": True}):
         with pytest.raises(ConfigError):
             parse_config({"mcpServers": {"a": {**entry, **bad}}})
+
+
+def _post(port: int, body: dict[str, Any]) -> socket.socket:
+    """Send one modern-era POST on a fresh connection; the reply is read later (or never)."""
+    data = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                 b"Mcp-Method: %s\r\nMcp-Name: %s\r\nContent-Length: %d\r\n\r\n%s"
+                 % (body["method"].encode(), body["params"]["name"].encode(), len(data), data))
+    return sock
+
+
+def _reply(sock: socket.socket) -> dict[str, Any]:
+    raw = b""
+    while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < int(
+            re.search(rb"(?i)content-length: *(\d+)", raw.split(b"\r\n\r\n", 1)[0]).group(1)):  # type: ignore[union-attr]
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed early: {raw!r}"
+        raw += chunk
+    reply: dict[str, Any] = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    return reply
+
+
+def test_calls_waiting_on_a_hung_backend_hold_no_http_request_worker(tmp_path: Path) -> None:
+    """Over HTTP, 64 calls waiting on a backend that never answers (its maxInFlight lets them all
+    wait) leave the request workers free: a call to another backend answers while they all still
+    wait. Before, each waiting call held one of the (here 8) workers, and the other call queued."""
+    config = {"mcpServers": {
+        "fast": {"command": sys.executable, "args": [script(tmp_path, "fast", FAST)], "env": ENV},
+        "slow": {"command": sys.executable, "args": [script(tmp_path, "hung", HUNG)], "env": ENV,
+                 "timeout": 20, "maxInFlight": 64},
+    }}
+    gateway = Gateway(parse_config(config), timeout=10.0)
+    gateway.start(follow=False)
+    server = make_server(gateway.server.dispatcher, "127.0.0.1", 0, max_workers=8)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    hung: list[socket.socket] = []
+    try:
+        meta = {"_meta": MODERN_META}
+        hung = [_post(port, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                             "params": {**meta, "name": "hang", "arguments": {}}}) for i in range(64)]
+        wait_until(lambda: server.streams == 64, 10)  # all read and running (old code: 8 run, 56 queue)
+        fast = _post(port, {"jsonrpc": "2.0", "id": "fast", "method": "tools/call",
+                            "params": {**meta, "name": "echo", "arguments": {"text": "still here"}}})
+        fast.settimeout(10)  # well inside the hung backend's 20 s timeout
+        with fast:
+            reply = _reply(fast)
+        assert reply["result"]["content"][0]["text"] == "still here", reply
+        # every hung call still waits (no reply on any of their sockets), none on a request worker
+        assert not any(select.select(hung, [], [], 0)[0]) and server.busy_workers == 0
+    finally:
+        for sock in hung:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+        gateway.close()

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from mcp_agent_kit.a2a.cli import build_agent
+from mcp_agent_kit.a2a.engine import TaskEngine
 from mcp_agent_kit.a2a.http import A2AServer
 from mcp_agent_kit.loader import load_target
 from tests.a2a.conftest import METRICS, call, start, user_message
@@ -30,7 +34,7 @@ def agent() -> Iterator[A2AServer]:
 def post(server: A2AServer, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
     conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
     try:
-        conn.putrequest("POST", path, skip_accept_encoding=True)
+        conn.putrequest("POST", path, skip_host="Host" in headers, skip_accept_encoding=True)
         for name, value in {"Content-Length": str(len(body)), **headers}.items():
             conn.putheader(name, value)
         conn.endheaders(body)
@@ -89,3 +93,55 @@ def test_foreign_origin_text_plain_is_refused_first(agent: A2AServer, path: str)
     status, _, reply = post(agent, path, send_body(), headers)
     assert status == 400 and "error" in reply  # InvalidRequest: Host or Origin not allowed
     assert tasks(agent) == before
+
+
+def public_agent(**options: Any) -> A2AServer:
+    engine = TaskEngine(build_agent(load_target(METRICS)), None)
+    server = A2AServer(engine, "0.0.0.0", 0, tokens=["t0ken"], **options)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def get_card(server: A2AServer, headers: dict[str, str]) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+    try:
+        conn.putrequest("GET", "/.well-known/agent-card.json", skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_public_bind_checks_host_and_origin_too() -> None:
+    """Bound to every interface, the agent still refuses a Host that does not name it (DNS rebinding)
+    and a foreign Origin (CSRF); before, a public bind checked neither."""
+    server = public_agent(allowed_hosts=["agent.internal"], allowed_origins=["https://app.example"])
+    port = server.server_address[1]
+    own = urlsplit(server.base_url).hostname
+    try:
+        assert get_card(server, {"Host": f"evil.example:{port}"}) == 400
+        assert get_card(server, {"Host": f"{own}:{port}"}) == 200  # the card's own host
+        assert get_card(server, {"Host": f"127.0.0.1:{port}"}) == 200
+        assert get_card(server, {"Host": "agent.internal"}) == 200  # --allow-host
+        assert get_card(server, {"Host": f"{own}:{port}", "Origin": "https://evil.example"}) == 400
+        assert get_card(server, {"Host": f"{own}:{port}", "Origin": "https://app.example"}) == 200  # --allow-origin
+        assert get_card(server, {"Host": f"{own}:{port}", "Origin": f"http://{own}:{port}"}) == 200
+        status, _, reply = post(server, "/a2a", send_body(), {"Host": "evil.example", "A2A-Version": "1.0",
+                                                              "Content-Type": "application/json",
+                                                              "Authorization": "Bearer t0ken"})
+        assert status == 400 and "--allow-host" in reply["error"]["message"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_public_bind_with_a_public_url_accepts_its_host() -> None:
+    server = public_agent(public_url="https://agents.example.com/x")
+    try:
+        assert get_card(server, {"Host": "agents.example.com"}) == 200
+        assert get_card(server, {"Host": "other.example.com"}) == 400
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -156,6 +156,28 @@ def test_the_copy_rechecks_what_it_opens(tmp_path: Path) -> None:
     assert caught.value.rule == "symlink-outside"
 
 
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race between resolving a path and opening it: `sub` was a directory inside the root when
+    the path was checked, and is a symlink to outside by the time it is opened. Every component is
+    opened with O_NOFOLLOW from the root's descriptor, so the outside file is never read."""
+    from mcp_agent_kit import safefile
+
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "f.md").write_text("outside secret")
+    (root / "sub").symlink_to(elsewhere, target_is_directory=True)
+    checked = {str(root / "sub" / "f.md"): str(root / "sub" / "f.md"), str(root): str(root)}
+    monkeypatch.setattr(safefile.os.path, "realpath", lambda p: checked.get(os.fspath(p), os.fspath(p)))
+    with pytest.raises(UnsafeFileError) as caught:
+        safefile.read_text(root / "sub" / "f.md", root=root)
+    assert caught.value.rule == "symlink-outside"
+    (root / "real").mkdir()
+    (root / "real" / "g.md").write_text("inside")
+    assert safefile.read_text(root / "real" / "g.md", root=root) == "inside"
+
+
 def plugin(tmp_path: Path) -> Path:
     root = tmp_path / "plug"
     root.mkdir()

@@ -69,6 +69,22 @@ def test_finished_tasks_of_one_principal_never_block_new_tasks() -> None:
         assert reply.get("result", {}).get("resultType") == "task", reply
 
 
+def test_finished_tasks_of_many_principals_never_block_a_new_one() -> None:
+    """Every principal within its own quota, together past the server's: the oldest finished task
+    of anyone makes room, so a newcomer still gets a task and the table stays at its limit."""
+    server, _ = make_server(task_limits=TaskLimits(max_tasks=40, per_principal=10))
+    table = tasks_of(server).table
+    for n in range(6):  # 60 finished tasks, 10 per principal
+        conn = Connection(principal=f"p{n}")
+        for _ in range(10):
+            reply = call(server, conn, "quick")
+            assert reply["result"]["resultType"] == "task", reply
+            assert table.wait_end(table.find(reply["result"]["taskId"], f"p{n}"), None)
+    reply = call(server, Connection(principal="newcomer"), "quick")
+    assert reply.get("result", {}).get("resultType") == "task", reply
+    assert len(table._tasks) <= 40
+
+
 def test_a_greedy_principal_is_refused_while_another_still_gets_tasks() -> None:
     server, gate = make_server(task_limits=TaskLimits(running_per_principal=5, per_principal=8))
     greedy, other = Connection(principal="greedy"), Connection(principal="other")
