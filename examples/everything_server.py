@@ -13,6 +13,7 @@ import base64
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit import Context, RpcError, Server, ToolError, content
@@ -24,6 +25,7 @@ server = Server(
     "1.0.0",
     title="Everything (conformance fixture)",
     instructions="A fixture server exercising every MCP feature for the conformance suite.",
+    skills=[Path(__file__).parent / "skills"],  # Skills over MCP (SEP-2640), with directoryRead
 )
 
 TEST_IMAGE_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="

@@ -21,6 +21,8 @@ _EXPORTS = {
     "ToolError": "mcp_agent_kit.core.content",
     "ResourceNotFound": "mcp_agent_kit.core.registry",
     "RpcError": "mcp_agent_kit.wire.jsonrpc",
+    "SkillError": "mcp_agent_kit.wire.skills",
+    "SkillRejected": "mcp_agent_kit.core.skill_tree",
     "content": "mcp_agent_kit.core.content",
     "start_task": "mcp_agent_kit.core.tasks",
     "task_tool": "mcp_agent_kit.core.tasks",
@@ -33,6 +35,8 @@ __all__ = [
     "ResourceNotFound",
     "RpcError",
     "Server",
+    "SkillError",
+    "SkillRejected",
     "TestClient",
     "ToolError",
     "ToolResult",
@@ -48,10 +52,12 @@ if TYPE_CHECKING:
     from mcp_agent_kit.core.context import Context
     from mcp_agent_kit.core.elicit_types import Elicited
     from mcp_agent_kit.core.registry import ResourceNotFound
+    from mcp_agent_kit.core.skill_tree import SkillRejected
     from mcp_agent_kit.core.tasks import start_task, task_tool
     from mcp_agent_kit.server import Server
     from mcp_agent_kit.testing import TestClient
     from mcp_agent_kit.wire.jsonrpc import RpcError
+    from mcp_agent_kit.wire.skills import SkillError
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "plugin": ("mcp_agent_kit.packaging.cli", "main_plugin", "plugin_parser",
                "validate or build Agent Plugins packages"),
     "new": ("mcp_agent_kit.scaffold.cli", "main_new", "new_parser", "create a new agent project"),
+    "acp": ("mcp_agent_kit.acp.cli", "main", "parser", "drive an ACP agent (probe, one prompt, chat)"),
     "install": ("mcp_agent_kit.scaffold.install", "main", "parser", "add a server to Claude Desktop / Claude Code"),
 }
 

@@ -5,15 +5,18 @@ prompts (core.registry) and serves them with `run()` on stdio or Streamable HTTP
 (a context manager function taking the server) is entered once before serving starts and left
 when serving stops; what it yields is `server.lifespan_value` (`ctx.lifespan` in handlers).
 A Server composes its extensions (default_extensions) into its dispatcher when it is built, so
-`handle()`, stdio and HTTP serve the same protocol. Rules: no protocol logic here; transports are
+`handle()`, stdio and HTTP serve the same protocol. `skills(path)` publishes Agent Skills over
+the Skills extension (SEP-2640) once the kit's validator accepts them. Rules: no protocol logic here; transports are
 imported only when a server is run.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, Outbox
@@ -21,6 +24,7 @@ from mcp_agent_kit.core.extension import Extension
 from mcp_agent_kit.core.legacy_tasks import LegacyTasksExtension
 from mcp_agent_kit.core.listen import ListenExtension
 from mcp_agent_kit.core.registry import Registry
+from mcp_agent_kit.core.skills_ext import SkillRejected, SkillsExtension
 from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskLimits
 from mcp_agent_kit.core.tasks import TasksExtension
 from mcp_agent_kit.core.worker_pool import WorkerPool
@@ -31,14 +35,28 @@ if TYPE_CHECKING:
 Lifespan = Callable[[Any], Any]
 
 
-def default_extensions(task_limits: TaskLimits = DEFAULT_LIMITS) -> list[Extension]:
+def default_extensions(task_limits: TaskLimits = DEFAULT_LIMITS, *, directory_read: bool = True) -> list[Extension]:
     """The extensions every Server offers, in every transport and in-process: subscriptions/listen,
-    the 2026-07-28 tasks extension (which pushes task changes to listen streams) and 2025-11-25's tasks.
-    Both eras' tasks share one bounded worker pool of `task_limits.workers` threads."""
+    the 2026-07-28 tasks extension (which pushes task changes to listen streams), 2025-11-25's tasks
+    and the Skills extension (declared once a skill is served; `directory_read` offers
+    resources/directory/read). Both eras' tasks share one bounded worker pool of `task_limits.workers`
+    threads."""
     listen = ListenExtension()
     pool = WorkerPool(task_limits.workers)
     return [listen, TasksExtension(listen, limits=task_limits, pool=pool),
-            LegacyTasksExtension(limits=task_limits, pool=pool)]
+            LegacyTasksExtension(limits=task_limits, pool=pool), SkillsExtension(directory_read=directory_read)]
+
+
+def skill_directories(path: Path) -> list[Path]:
+    """`path` itself when it holds a SKILL.md, else its subdirectories that do (sorted)."""
+    if (path / "SKILL.md").is_file():
+        return [path]
+    if not path.is_dir():
+        raise SkillRejected(str(path), ["not a directory"])
+    found = sorted(child for child in path.iterdir() if child.is_dir() and (child / "SKILL.md").is_file())
+    if not found:
+        raise SkillRejected(str(path), ["no SKILL.md in it or in its subdirectories"])
+    return found
 
 
 def _open(fn: Lifespan, server: Server) -> tuple[Any, Callable[..., Any]]:
@@ -102,15 +120,46 @@ class Server(Registry):
     """An MCP server: register with `@server.tool`, `@server.resource`, `@server.prompt`, then `run()`."""
 
     def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None,
-                 task_limits: TaskLimits | None = None, **options: Any) -> None:
-        """task_limits: how many tasks are kept and run, per principal and overall (docs/limits.md)."""
+                 task_limits: TaskLimits | None = None, skills: Iterable[str | os.PathLike[str]] = (),
+                 directory_read: bool = True, **options: Any) -> None:
+        """task_limits: how many tasks are kept and run, per principal and overall (docs/limits.md);
+        skills: skill directories (or directories of them) to publish, as with `skills()`;
+        directory_read: offer resources/directory/read on the skills."""
         super().__init__(name, version, **options)
         self._lifespan_fn = lifespan
         self.lifespan_value: Any = None
         self._life_exit: Callable[..., Any] | None = None
         self._life_lock = threading.Lock()
         self._depth = 0
-        self.dispatcher = Dispatcher(self, default_extensions(task_limits or DEFAULT_LIMITS))
+        self.dispatcher = Dispatcher(
+            self, default_extensions(task_limits or DEFAULT_LIMITS, directory_read=directory_read)
+        )
+        for path in skills:
+            self.skills(path)
+
+    # ---- skills (SEP-2640) -------------------------------------------------------------------------
+    def skills(self, path: str | os.PathLike[str], *, prefix: str | None = None) -> list[str]:
+        """Publish a skill directory, or every skill directory in `path`, over the Skills
+        extension; returns the SKILL.md URIs (`skill://[prefix/]name/SKILL.md`). A skill that
+        `skill validate` rejects, or one over 512 files or 16 MiB, raises SkillRejected naming
+        every finding; nothing of it is served."""
+        from mcp_agent_kit.packaging.findings import errors
+        from mcp_agent_kit.packaging.skill_validate import validate_skill
+
+        extension = self.dispatcher.extension("skills")
+        assert isinstance(extension, SkillsExtension)
+        if prefix is not None and (not prefix or prefix.startswith("/") or prefix.endswith("/")):
+            raise ValueError(f"prefix {prefix!r}: give path segments such as 'acme/billing', no leading or trailing /")
+        directories = skill_directories(Path(path))
+        for directory in directories:
+            report = validate_skill(directory)
+            if not report.valid:
+                raise SkillRejected(str(directory), [str(finding) for finding in errors(report.findings)])
+        uris = []
+        for directory in directories:
+            name = Path(os.path.abspath(directory)).name
+            uris.append(extension.add(directory, f"{prefix}/{name}" if prefix else name).uri)
+        return uris
 
     # ---- lifespan ---------------------------------------------------------------------------
     def lifespan(self, fn: Lifespan) -> Lifespan:

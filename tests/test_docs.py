@@ -1,7 +1,7 @@
 """The user docs stay true: their JSON parses, their Python compiles, and their transcripts replay.
 
-Every fenced ```json block in docs/wire-format.md and docs/errors.md must parse. Every ```python
-block in the MCP docs must compile, and the quick start's server and the writing-servers snippets
+Every fenced ```json block in docs/wire-format.md, docs/errors.md and docs/skills-over-mcp.md must
+parse. Every ```python block in the MCP docs must compile, and the quick start's server and the writing-servers snippets
 must also run (they register against the real Server API). Every tool a docs/*.md sample registers
 follows the kit's design rules (`tool_rule_violations`), unless its block says
 `# not-a-design-example`. Transcripts between
@@ -26,8 +26,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-JSON_DOCS = ("wire-format.md", "errors.md", "oauth.md")
-PYTHON_DOCS = ("quickstart.md", "writing-servers.md", "wire-format.md", "errors.md", "performance.md", "oauth.md")
+JSON_DOCS = ("wire-format.md", "errors.md", "skills-over-mcp.md", "oauth.md")
+PYTHON_DOCS = ("quickstart.md", "writing-servers.md", "wire-format.md", "errors.md", "performance.md",
+               "skills-over-mcp.md", "oauth.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.S | re.M)
 REPLAY = re.compile(r"<!-- replay: (\S+) -->(.*?)<!-- end replay -->", re.S)
 MASK = "<requestState>"
@@ -120,7 +121,8 @@ def tool_docs() -> list[str]:
     return sorted(
         path.name
         for path in DOCS.glob("*.md")
-        if any(b.lang == "python" and REGISTERS.search(b.body) for b in blocks(path.read_text(encoding="utf-8")))
+        if any(b.lang == "python" and REGISTERS.search(b.body) and NOT_A_DESIGN_EXAMPLE not in b.body
+               for b in blocks(path.read_text(encoding="utf-8")))
     )
 
 

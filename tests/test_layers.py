@@ -20,7 +20,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "wire": {"core", "transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server",
              "__main__", "loader"},
     "core": {"transports", "client", "gateway", "httpd", "a2a", "packaging", "scaffold", "server", "__main__"},
-    "packaging": {"core", "transports", "client", "gateway", "httpd", "a2a", "scaffold", "server", "__main__"},
+    "packaging": {"core", "transports", "gateway", "httpd", "a2a", "scaffold", "server", "__main__"},
     "httpd": {"wire", "core", "transports", "client", "gateway", "a2a", "packaging", "scaffold", "server",
               "__main__", "loader"},
     "transports": {"client", "gateway", "a2a", "packaging", "scaffold", "__main__"},
@@ -38,6 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "a2a"},  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
+    # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs"},
 }
 
 

@@ -235,7 +235,8 @@ def test_the_script_exercises_tasks_in_process() -> None:
     ways = in_process()
     send = next(ways)
     modern_answers = dict(normalise(run_script(send, MODERN_SCRIPT)))
-    assert modern_answers["discover"]["result"]["capabilities"]["extensions"] == TASKS["extensions"]
+    skills = {"io.modelcontextprotocol/skills": {"directoryRead": True}}  # the example serves examples/skills
+    assert modern_answers["discover"]["result"]["capabilities"]["extensions"] == {**TASKS["extensions"], **skills}
     assert modern_answers["task:quick"]["result"]["resultType"] == "task"
     assert modern_answers["poll:quick"]["result"]["status"] == "completed"
     assert modern_answers["get long"]["result"]["status"] == "working"

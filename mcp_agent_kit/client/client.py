@@ -3,7 +3,8 @@
 A Client owns one Channel (stdio child or HTTP endpoint). `connect()` runs the probe (cached
 per process / per HTTP origin); every later request is shaped for the verdict's era: modern
 requests carry the `_meta` envelope and modern HTTP headers, legacy ones the plain shapes.
-Lists follow `nextCursor`; input_required rounds are answered with the caller's callbacks and
+Lists follow `nextCursor`; skills (SEP-2640) are listed, got and read through client.skills'
+SkillHost, which verifies every read; input_required rounds are answered with the caller's callbacks and
 `requestState` echoed byte-exactly, up to a round limit; task results are polled to the end.
 An expired legacy HTTP session (404) is re-initialized once and the request retried.
 Rules: imports wire/ and client/ only (never core/, the server or transports).
@@ -22,6 +23,7 @@ from mcp_agent_kit.client.channel import Channel, PeerError, drive
 from mcp_agent_kit.client.headers import header_params
 from mcp_agent_kit.client.inputs import Callback, ClientError, InputAnswerer
 from mcp_agent_kit.client.probe import Era, Failure, Probe, Verdict
+from mcp_agent_kit.client.skills import SkillHost
 from mcp_agent_kit.client.watch import LIST_CHANGED
 from mcp_agent_kit.wire import implementation, mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -91,6 +93,7 @@ class Client:
         # server's question during such a request goes to that answerer.
         self._call_inputs: dict[Any, InputAnswerer] = {}
         self.on_list_changed: Callable[[str], None] | None = None  # set by client.watch.ListWatcher
+        self.skills = SkillHost(self)
         channel.on_notification = self._on_notification
         channel.on_request = self._serve_request
 
@@ -438,6 +441,19 @@ class Client:
 
     def read_resource(self, uri: str) -> dict[str, Any]:
         return self._with_input("resources/read", {"uri": uri})
+
+    def list_skills(self) -> list[dict[str, Any]]:
+        """The server's loadable skill entries (SEP-2640); reads no skill file."""
+        return self.skills.list()
+
+    def get_skill(self, uri: str) -> dict[str, Any]:
+        """The entry for one SKILL.md URI, listed or not (SEP-2640 skills/get)."""
+        return self.skills.get(uri)
+
+    def read_skill_file(self, uri: str) -> bytes:
+        """A skill file's bytes, verified against the held entry (size, digest, frontmatter for
+        SKILL.md); a supporting file only once its skill's SKILL.md was read. SkillError otherwise."""
+        return self.skills.read(uri)
 
     def list_prompts(self) -> list[dict[str, Any]]:
         return self._list("prompts/list", "prompts")

@@ -2,9 +2,10 @@
 
 `python -m mcp_agent_kit.client.conformance_client URL` connects with the probe, then does what
 the scenario named in MCP_CONFORMANCE_SCENARIO exercises (tool calls listed in
-MCP_CONFORMANCE_CONTEXT, MRTR tools, the standard header methods), using the public Client API
-only. Exit status 0 when every step worked. Rules: no scenario knowledge beyond which public
-calls to make; everything checked is the Client's ordinary behaviour.
+MCP_CONFORMANCE_CONTEXT, MRTR tools, the standard header methods, skills: list, then load the
+first listed skill and read its files), using the public Client API only. Exit status 0 when
+every step worked. Rules: no scenario knowledge beyond which public calls to make; everything
+checked is the Client's ordinary behaviour.
 """
 
 from __future__ import annotations
@@ -91,7 +92,24 @@ def _echo_schema(client: Client, context: dict[str, Any]) -> None:
     client.call_tool("json_schema_echo", {"schema": schema})
 
 
+def _list_skills(client: Client, context: dict[str, Any]) -> None:
+    client.list_skills()
+
+
+def _use_skill(client: Client, context: dict[str, Any]) -> None:
+    """Load the first listed skill (its SKILL.md, verified), then read each of its other files."""
+    entry = client.list_skills()[0]
+    client.read_skill_file(entry["uri"])
+    for resource in entry["resources"]:
+        if resource["uri"] != entry["uri"]:
+            client.read_skill_file(resource["uri"])
+
+
 SCENARIOS: dict[str, Callable[[Client, dict[str, Any]], None]] = {
+    "sep-2640-client-no-prefetch": _list_skills,
+    "sep-2640-client-verify-digest": _use_skill,
+    "sep-2640-client-verify-size": _use_skill,
+    "sep-2640-client-verify-frontmatter": _use_skill,
     "sep-2322-client-request-state": _mrtr,
     "http-standard-headers": _standard_headers,
     "json-schema-ref-no-deref": _list_only,

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from mcp_agent_kit.wire import jsonrpc, mcp
+from mcp_agent_kit.wire import jsonrpc, mcp, skills
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 log = logging.getLogger("mcp_agent_kit.client")
@@ -51,8 +51,10 @@ class InputAnswerer:
 
     def capabilities(self, era: str) -> dict[str, Any]:
         caps: dict[str, Any] = {name: {} for name, fn in self.callbacks.items() if fn is not None}
+        extensions: dict[str, Any] = {skills.EXTENSION: {}}  # the host side of SEP-2640 (client.skills)
         if self.tasks and era == "modern":
-            caps["extensions"] = {mcp.TASKS_EXTENSION: {}}
+            extensions[mcp.TASKS_EXTENSION] = {}
+        caps["extensions"] = extensions
         return caps
 
     def offerable(self) -> dict[str, Any]:

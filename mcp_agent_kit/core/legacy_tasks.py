@@ -234,10 +234,10 @@ class LegacyTasksExtension:
         if not offered(call):
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
         listed = self.table.owned_by(call.conn)
-        start = methods._offset("tasks", call.params.get("cursor"), len(listed))
+        start = methods.page_offset("tasks", call.params.get("cursor"), len(listed))
         result: dict[str, Any] = {"tasks": [render(task) for task in listed[start : start + PAGE_SIZE]]}
         if start + PAGE_SIZE < len(listed):
-            result["nextCursor"] = methods._cursor("tasks", start + PAGE_SIZE)
+            result["nextCursor"] = methods.page_cursor("tasks", start + PAGE_SIZE)
         return result
 
     def tasks_cancel(self, call: Call) -> dict[str, Any]:

@@ -39,11 +39,11 @@ _JSON_NAMES = {str: "string", dict: "object", list: "array", int: "integer"}
 
 
 # ---- lists and pagination -------------------------------------------------------------------
-def _cursor(kind: str, offset: int) -> str:
+def page_cursor(kind: str, offset: int) -> str:
     return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
 
 
-def _offset(kind: str, cursor: Any, total: int) -> int:
+def page_offset(kind: str, cursor: Any, total: int) -> int:
     if cursor is None:
         return 0
     try:
@@ -59,10 +59,10 @@ def _offset(kind: str, cursor: Any, total: int) -> int:
 def _page(call: Call, kind: str) -> dict[str, Any]:
     items = call.registry.listing(kind)
     size = call.registry.page_size
-    start = _offset(kind, call.params.get("cursor"), len(items))
+    start = page_offset(kind, call.params.get("cursor"), len(items))
     result: dict[str, Any] = {kind: [item.wire for item in items[start : start + size]]}
     if start + size < len(items):
-        result["nextCursor"] = _cursor(kind, start + size)
+        result["nextCursor"] = page_cursor(kind, start + size)
     return result
 
 

@@ -248,7 +248,7 @@ class TasksExtension:
 
 
 def _offer_extension(version: str, caps: dict[str, Any]) -> None:
-    caps["extensions"] = {EXTENSION: {}}
+    caps["extensions"] = {**caps.get("extensions", {}), EXTENSION: {}}
 
 
 # ---- running a tool as a task ------------------------------------------------------------------------

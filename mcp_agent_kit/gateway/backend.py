@@ -66,6 +66,7 @@ class Backend:
         self.prompts: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
         self.templates: list[dict[str, Any]] = []
+        self.skills: list[dict[str, Any]] = []  # SEP-2640 entries, listed with the resources
         self.watcher: ListWatcher | None = None
         self.on_reconnect: Callable[[Backend], None] | None = None
         self._lock = threading.Lock()
@@ -90,6 +91,7 @@ class Backend:
         elif "resources" in caps:
             self.resources = self.client.list_resources()
             self.templates = self.client.list_resource_templates()
+            self.skills = self.client.list_skills() if self.client.skills.settings() is not None else []
 
     def watch(self, changed: Callable[[Backend, str], None]) -> None:
         """Report this backend's list changes (again after a reconnect)."""

@@ -7,8 +7,11 @@ changes. A failing backend shows up as an isError result naming it, and is recon
 next use; a backend down at start is retried with backoff and joins when it comes up. One dead,
 hung or flooding backend never takes the others down: its calls end within its timeout, calls
 beyond its in-flight limit fail at once (gateway.backend), its output is rate-limited in the log
-(client.loglimit). Configured agents (an AgentService) add the agent tools (gateway.agent_tools)
-beside the merged ones. Rules: builds a Server from client parts; no protocol logic of its own.
+(client.loglimit). Skills (SEP-2640) of every backend are re-served under `skill://<alias>/...`
+(core.skill_relay), so same-named skills of two backends resolve per origin and never shadow each
+other; their bytes are fetched from the backend only when a host reads them. Configured agents (an
+AgentService) add the agent tools (gateway.agent_tools) beside the merged ones. Rules: builds a
+Server from client parts; no protocol logic of its own.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from mcp_agent_kit.client.merge import merge_names, merge_uris
 from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
 from mcp_agent_kit.core.context import Context
+from mcp_agent_kit.core.skill_relay import RelayedSkill, relayed_path
+from mcp_agent_kit.core.skill_tree import SkillRejected
+from mcp_agent_kit.core.skills_ext import SkillsExtension
 from mcp_agent_kit.gateway.backend import FAILURES, RETRY_FIRST, RETRY_MOST, Backend
 from mcp_agent_kit.gateway.relay import Relay
 from mcp_agent_kit.server import Server
+from mcp_agent_kit.wire import skills
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
@@ -74,7 +81,7 @@ class Gateway:
         self.server = GatewayServer(name)
         self._conflicts: dict[str, list[str]] = {}
         # What is registered now, per kind: public name or URI -> fingerprint of its source.
-        self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}}
+        self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}, "skills": {}}
         self._sync_lock = threading.Lock()
         self._dirty: set[tuple[str, str]] = set()
         self._wake = threading.Event()
@@ -95,7 +102,7 @@ class Gateway:
             self.agents.start(follow=follow)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
-        for kind in ("tools", "prompts", "resources"):
+        for kind in ("tools", "prompts", "resources", "skills"):
             self._sync(kind)
         for conflict in self.conflicts:
             log.warning("%s", conflict)
@@ -144,13 +151,15 @@ class Gateway:
                     self.backends[alias].refresh(kind)
                 except FAILURES as exc:
                     log.warning("could not list %s of backend %r again: %s", kind, alias, exc)
-            for kind in sorted({kind for _, kind in dirty}):
+            kinds = {kind for _, kind in dirty}
+            for kind in sorted(kinds | ({"skills"} if "resources" in kinds else set())):
                 self._sync(kind)
 
     def _sync(self, kind: str) -> None:
         """Make the registered `kind` match the backends' current lists: add, replace, remove."""
         desired, add, remove = {
             "tools": self._desired_tools, "prompts": self._desired_prompts, "resources": self._desired_resources,
+            "skills": self._desired_skills,
         }[kind]()
         with self._sync_lock:
             installed = self._installed[kind]
@@ -275,16 +284,7 @@ class Gateway:
     def _add_resource(self, backend: Backend, entry: dict[str, Any], uri: str) -> None:
         def proxy(**variables: str) -> list[dict[str, Any]]:
             concrete = _VARIABLE.sub(lambda m: variables.get(m.group(1).lstrip("+#./;?&"), ""), uri)
-            if not backend.admit():
-                raise RpcError(-32603, backend.busy())
-            try:
-                result = backend.use().read_resource(concrete)
-            except PeerError as exc:
-                raise RpcError(-32603, backend.describe_failure(exc)) from exc
-            finally:
-                backend.release()
-            contents = result.get("contents")
-            return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+            return _read(backend, concrete)
 
         size = entry.get("size")
         self.server.add_resource(
@@ -296,3 +296,50 @@ class Gateway:
             mime_type=entry.get("mimeType"),
             size=size if isinstance(size, int) else None,
         )
+
+    # ---- skills (SEP-2640) ------------------------------------------------------------------------
+    @property
+    def _skills(self) -> SkillsExtension:
+        extension = self.server.dispatcher.extension("skills")
+        assert isinstance(extension, SkillsExtension)
+        return extension
+
+    def _desired_skills(self) -> tuple[dict[str, tuple[Backend, dict[str, Any]]], _Add, Callable[[str], None]]:
+        desired = {}
+        for alias, backend in self.backends.items():
+            for entry in backend.skills:
+                desired[skills.skill_md_uri(relayed_path(alias, entry["uri"]))] = (backend, entry)
+        return desired, self._add_skill, self._remove_skill
+
+    def _add_skill(self, backend: Backend, entry: dict[str, Any], public: str) -> None:
+        if public in {source.uri for source in self._skills.trees}:
+            self._skills.remove(public)  # the backend's entry changed: serve the new one
+        try:
+            self._skills.add_source(RelayedSkill(backend.alias, entry, lambda uri: _read_bytes(backend, uri)))
+        except SkillRejected as exc:
+            log.warning("not relaying a skill of backend %r: %s", backend.alias, exc)
+
+    def _remove_skill(self, public: str) -> None:
+        if public in {source.uri for source in self._skills.trees}:
+            self._skills.remove(public)
+
+
+def _read(backend: Backend, uri: str) -> list[dict[str, Any]]:
+    """resources/read of uri on the backend: its contents, or the -32603 naming the backend."""
+    if not backend.admit():
+        raise RpcError(-32603, backend.busy())
+    try:
+        result = backend.use().read_resource(uri)
+    except PeerError as exc:
+        raise RpcError(-32603, backend.describe_failure(exc)) from exc
+    finally:
+        backend.release()
+    contents = result.get("contents")
+    return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+
+
+def _read_bytes(backend: Backend, uri: str) -> bytes:
+    try:
+        return skills.content_bytes(_read(backend, uri), uri)
+    except skills.SkillError as exc:
+        raise RpcError(-32603, f"backend {backend.alias!r}: {exc}") from exc

@@ -5,7 +5,9 @@ generation logic of its own. Exit codes: 0 valid / done, 1 invalid / refused, 2 
 user mistake is one stderr line (cli_common). `--out DIR` is the one output-directory flag
 (`skill new --dir` and `skill install --dest` stay as hidden aliases). `skill install` copies only
 a skill that validates (no symlink out, no special file, SKILL.md within its cap) and copies it
-with fsutil.copy_safe_tree, so the installed skill holds no symlink.
+with fsutil.copy_safe_tree, so the installed skill holds no symlink. `skill install --from-server
+[--list] [NAME] -- CMD ...` (or `--from-url URL`) lists or installs a skill an MCP server publishes
+(packaging.skill_fetch: every file verified, then the strict validator, then an atomic rename).
 ``python -m mcp_agent_kit.packaging.cli skill|plugin ...`` runs it without the kit's front door.
 """
 
@@ -89,7 +91,41 @@ def _skill_new(args: argparse.Namespace) -> int:
     return OK
 
 
+def _from_server(args: argparse.Namespace) -> int:
+    from .skill_fetch import FetchError, fetch, install, listing, with_server
+
+    command: list[str] = args.server_command
+    if bool(command) == bool(args.from_url):
+        return fail("--from-server needs the server: `-- CMD ARGS...` (stdio) or --from-url URL (HTTP), one of them",
+                    code=USAGE)
+    if not args.list and not args.path:
+        return fail("name the skill to install", "give NAME (or its SKILL.md URI), or --list to see them", USAGE)
+    try:
+        if args.list:
+            for name, uri, about in with_server(command, args.from_url, listing):
+                print(f"{name}\t{uri}\t{about}", file=sys.stderr if name == "declined" else sys.stdout)
+            return OK
+        fetched = with_server(command, args.from_url, lambda client: fetch(client, args.path))
+        dest = Path(args.out) if args.out else Path.home() / ".claude" / "skills"
+        target = install(fetched, dest, force=args.force)
+    except FetchError as exc:
+        for finding in exc.findings:
+            print(finding, file=sys.stderr)
+        return fail(str(exc), exc.fix, INVALID)
+    except TargetExistsError as exc:
+        return fail(str(exc), code=INVALID)
+    print(f"Installed skill '{fetched.name}' from {fetched.uri} to {target}")
+    return OK
+
+
 def _skill_install(args: argparse.Namespace) -> int:
+    if args.from_server or args.from_url or args.server_command:
+        return _from_server(args)
+    if args.list:
+        return fail("--list lists a server's skills", "add --from-server with -- CMD or --from-url URL", USAGE)
+    if not args.path:
+        return fail("name the skill directory to install", "give PATH, or --from-server to install from a server",
+                    USAGE)
     if _missing([args.path]):
         return _no_such_path(args.path)
     source = Path(args.path)
@@ -129,13 +165,20 @@ def skill_parser() -> Parser:
                      help="index the tools of this MCP server object (e.g. examples/metrics_server.py:server)")
     new.set_defaults(run=_skill_new)
     install = sub.add_parser("install", help="copy a skill into ~/.claude/skills/<name>/",
-                             description="Copy a skill into ~/.claude/skills/<name>/.")
-    install.add_argument("path", help="the skill directory (or its SKILL.md)")
+                             description="Copy a skill into ~/.claude/skills/<name>/, from a directory or "
+                             "from an MCP server (--from-server ... -- CMD ARGS, or --from-url URL).")
+    install.add_argument("path", nargs="?", metavar="PATH|NAME",
+                         help="the skill directory (or its SKILL.md); with --from-server the skill's name or URI")
+    install.add_argument("--from-server", action="store_true",
+                         help="install a skill an MCP server publishes (Skills over MCP); the server is "
+                         "`-- CMD ARGS...` (stdio) or --from-url")
+    install.add_argument("--from-url", metavar="URL", help="the server's Streamable HTTP endpoint")
+    install.add_argument("--list", action="store_true", help="with --from-server: list the server's skills")
     install.add_argument("--out", metavar="DIR", help="skills directory: the skill goes in DIR/NAME "
                          "(default: ~/.claude/skills)")
     alias(install, "--dest", dest="out")
     install.add_argument("--force", action="store_true", help="replace an installed skill")
-    install.set_defaults(run=_skill_install)
+    install.set_defaults(run=_skill_install, server_command=[])
     return parser
 
 
@@ -202,17 +245,26 @@ def plugin_parser() -> Parser:
     return parser
 
 
-def _run(parser: Parser, argv: list[str]) -> int:
+def _run(parser: Parser, argv: list[str], **extra: Any) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error, already reported on one line (2)
         return exc.code if isinstance(exc.code, int) else OK
+    for key, value in extra.items():
+        setattr(args, key, value)
     run: Callable[[argparse.Namespace], int] = args.run
     return run(args)
 
 
 def main_skill(argv: list[str]) -> int:
-    """``skill validate|new|install ...``; returns the exit code."""
+    """``skill validate|new|install ...``; returns the exit code. For ``install``, what follows
+    ``--`` is the stdio command of the server to install from."""
+    if argv[:1] == ["install"] and "--" in argv:
+        at = argv.index("--")
+        command = argv[at + 1 :]
+        if not command:
+            return fail("nothing after --", "give the server command: -- CMD ARGS...", USAGE)
+        return _run(skill_parser(), argv[:at], server_command=command)
     return _run(skill_parser(), argv)
 
 

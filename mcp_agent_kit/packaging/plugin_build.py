@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit.safefile import UnsafeFileError
+from mcp_agent_kit.wire.frontmatter import read
 
 from .findings import errors
-from .frontmatter import read
 from .fsutil import copy_safe_tree, install_tree, write_files
 from .plugin_validate import (
     MCP_SCHEMA,

@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, skill_validate
+from mcp_agent_kit.wire import frontmatter
+
+from . import skill_validate
 from .findings import errors
 from .fsutil import install_tree, write_files
 

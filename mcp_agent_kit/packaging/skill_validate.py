@@ -22,8 +22,8 @@ from pathlib import Path
 
 from mcp_agent_kit.safefile import UnsafeFileError
 from mcp_agent_kit.safefile import read_bytes as safe_read
+from mcp_agent_kit.wire import frontmatter
 
-from . import frontmatter
 from .findings import ERROR, WARNING, Finding, errors, warnings
 from .fsutil import scan_tree
 
@@ -343,11 +343,14 @@ READ_RULES = {"symlink-outside": "skill-md-outside", "special-file": "skill-md-s
               "file-too-large": "skill-md-too-large"}
 
 
-def validate_skill(path: Path | str, *, strict: bool = False, root: Path | None = None) -> SkillReport:
+def validate_skill(
+    path: Path | str, *, strict: bool = False, root: Path | None = None, dir_name: str | None = None
+) -> SkillReport:
     """Validate a skill directory (or a path to its SKILL.md) and collect every finding.
 
     Symlinks in the skill must stay inside ``root`` (default: the skill directory itself; a
-    plugin passes its own root).
+    plugin passes its own root). ``dir_name`` is the name the directory will have, for a copy
+    staged under a temporary name (default: its own name).
     """
     given = Path(path)
     if given.name.lower() == SKILL_MD.lower() and os.path.lexists(given) and not given.is_dir():
@@ -379,7 +382,7 @@ def validate_skill(path: Path | str, *, strict: bool = False, root: Path | None 
         return report
     for rule, rel, message in scan_tree(given, root=root):
         report.findings.append(_finding(rule, {"detail": message}, str(given / rel), None))
-    dir_name = Path(os.path.abspath(given)).name  # the name hosts see, even via a symlink
+    dir_name = dir_name or Path(os.path.abspath(given)).name  # the name hosts see, even via a symlink
     found, data = validate_text(
         text, path=str(skill_md), dir_name=dir_name, root=given, strict=strict
     )

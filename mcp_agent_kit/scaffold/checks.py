@@ -216,6 +216,42 @@ def check_skill(project: Project) -> list[Finding]:
     return findings or [(True, f"skills/{project.name}/SKILL.md is valid (strict)")]
 
 
+def check_served_skill(project: Project) -> list[Finding]:
+    """The server's skills/list entry for skills/<name>/ matches the files: same set, sizes,
+    digests and frontmatter (Skills over MCP, SEP-2640)."""
+    from mcp_agent_kit.wire import skills
+
+    skill_dir = project.root / "skills" / project.name
+    uri = skills.skill_md_uri(project.name)
+    try:
+        entries = project.all_pages("skills/list", "skills")
+    except RuntimeError as exc:
+        return [(False, f"the server does not serve its skills over MCP: {exc}")]
+    entry = next((e for e in entries if e.get("uri") == uri), None)
+    if entry is None:
+        return [(False, f"skills/list has no entry {uri} (serve skills/ with Server(skills=[...]))")]
+    problems = skills.check_entry(entry)
+    on_disk = {
+        f"{skills.skill_root(uri)}/{path.relative_to(skill_dir).as_posix()}": path.read_bytes()
+        for path in sorted(skill_dir.rglob("*")) if path.is_file() and ".git" not in path.parts
+    }
+    served = {str(r.get("uri")): r for r in skills.resource_list(entry) or []}
+    for file_uri in sorted(on_disk.keys() ^ served.keys()):
+        problems.append(f"{file_uri} is {'served but not on disk' if file_uri in served else 'not served'}")
+    for file_uri in sorted(on_disk.keys() & served.keys()):
+        data, row = on_disk[file_uri], served[file_uri]
+        if (row.get("size"), row.get("digest")) != (len(data), skills.digest(data)):
+            problems.append(f"{file_uri}: the served size or digest is not the file's")
+    text = on_disk.get(uri, b"").decode("utf-8", "replace")
+    try:
+        problems += [f"frontmatter {d}" for d in skills.frontmatter_differences(text, entry.get("frontmatter") or {})]
+    except skills.SkillError as exc:
+        problems.append(str(exc))
+    if problems:
+        return [(False, problem) for problem in problems]
+    return [(True, f"{uri} is served over MCP with {len(served)} file(s), sizes and digests matching the files")]
+
+
 def check_plugin(project: Project) -> list[Finding]:
     from mcp_agent_kit.packaging.plugin_validate import validate_plugin
 
@@ -333,6 +369,7 @@ CHECKS: list[tuple[str, Callable[[Project], list[Finding]]]] = [
     ("tool design rules", check_design_rules),
     ("A2A card", check_a2a_card),
     ("SKILL.md", check_skill),
+    ("skill served over MCP", check_served_skill),
     ("plugin package", check_plugin),
     ("dual-era probe", check_probe),
     ("Claude Desktop entry", check_claude_entry),

@@ -70,6 +70,8 @@ CACHEABLE_METHODS: Final = frozenset(
         "resources/list",
         "resources/templates/list",
         "resources/read",
+        "skills/list",  # the Skills extension: both results are CacheableResults (SEP-2640 stable page)
+        "skills/get",
     }
 )
 # Only these may answer with an InputRequiredResult (basic/patterns/mrtr.mdx).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import strictyaml
 
-from mcp_agent_kit.packaging import frontmatter as fm
+from mcp_agent_kit.wire import frontmatter as fm
 
 PARSE_CASES: list[tuple[str, str, dict[str, fm.Value]]] = [
     ("plain", "name: a\ndescription: b c\n", {"name": "a", "description": "b c"}),

@@ -1,5 +1,7 @@
-"""Layer rule from DESIGN.md: packaging imports only the standard library, itself, and the neutral
-target loader (to read tool definitions from a user's server object, duck-typed)."""
+"""Layer rule from DESIGN.md: packaging imports only the standard library, itself, the neutral
+target loader (to read tool definitions from a user's server object, duck-typed) and the wire facts
+of SKILL.md and of the skills extension; only the installer from an MCP server (skill_fetch) talks
+to servers, through the client."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from pathlib import Path
 import mcp_agent_kit.packaging as packaging
 
 PACKAGE_DIR = Path(packaging.__file__).parent
-ALLOWED_OURS = {"mcp_agent_kit.loader", "mcp_agent_kit.cli_common", "mcp_agent_kit.safefile"}  # all stdlib only
+ALLOWED_OURS = {"mcp_agent_kit.loader", "mcp_agent_kit.cli_common", "mcp_agent_kit.safefile",
+                "mcp_agent_kit.wire.frontmatter", "mcp_agent_kit.wire.skills"}  # all stdlib only
+CLIENT_USERS = {"skill_fetch.py"}  # skill install --from-server: a Client fetches (and the wire it speaks)
 
 
 def test_packaging_imports_only_stdlib_and_itself() -> None:
@@ -26,9 +30,12 @@ def test_packaging_imports_only_stdlib_and_itself() -> None:
                 if isinstance(node, ast.ImportFrom)
                 else []
             )
+            if isinstance(node, ast.ImportFrom) and node.module == "mcp_agent_kit.wire":  # `from ..wire import x`
+                names = [f"mcp_agent_kit.wire.{alias.name}" for alias in node.names]
             for name in names:
                 top = name.split(".")[0]
-                allowed = top in sys.stdlib_module_names or top == "__future__" or name in ALLOWED_OURS
+                allowed = top in sys.stdlib_module_names or top == "__future__" or name in ALLOWED_OURS or (
+                    module.name in CLIENT_USERS and name.startswith(("mcp_agent_kit.client.", "mcp_agent_kit.wire.")))
                 assert allowed, (module.name, name)
 
 

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_agent_kit.packaging import frontmatter
 from mcp_agent_kit.packaging.fsutil import TargetExistsError
 from mcp_agent_kit.packaging.skill_generate import (
     GenerateError,
@@ -24,6 +23,7 @@ from mcp_agent_kit.packaging.skill_generate import (
     write_skill,
 )
 from mcp_agent_kit.packaging.skill_validate import validate_skill
+from mcp_agent_kit.wire import frontmatter
 
 WEATHER: dict[str, Any] = {
     "name": "get_weather",

@@ -274,3 +274,12 @@ def test_fix_never_overwrites_a_skill_you_edited(tmp_path: Path) -> None:
     assert skill.read_text().endswith("My own notes.\n")
     manifest = json.loads((project / MANIFEST).read_text())["files"]
     assert "skills/demo-agent/SKILL.md" not in manifest and "server.py" in manifest
+
+
+def test_the_project_serves_its_skill_over_mcp(tmp_path: Path) -> None:
+    project = generated(tmp_path)
+    assert "✓ skill served over MCP: skill://demo-agent/SKILL.md is served" in run_validate(project).stdout
+    server = project / "demo_agent" / "server.py"
+    server.write_text(server.read_text().replace("skills=[SKILLS] if SKILLS.is_dir() else [],", ""))
+    bad = [line for line in run_validate(project).stdout.splitlines() if line.startswith("✗ skill served over MCP")]
+    assert bad and "does not serve its skills over MCP" in bad[0], bad

@@ -1,6 +1,9 @@
 """frontmatter: reads and writes the YAML subset that SKILL.md frontmatter uses.
 
-Rules: standard library only; knows nothing about skill fields (that is ``skill_validate``).
+It lives in wire/ because three layers read SKILL.md: packaging (validator, generator), core (the
+entries the Skills extension serves) and client (hosts verifying what they fetch). Rules: standard
+library only, imports nothing of ours; knows nothing about skill fields (that is
+``packaging.skill_validate``).
 The reader accepts what strictyaml (the parser behind skills-ref) accepts for skills: block
 mappings, block sequences of scalars, plain / single-quoted / double-quoted / block (``|`` ``>``)
 scalars and comments. Every scalar is a string, as in strictyaml without a schema. Flow style,

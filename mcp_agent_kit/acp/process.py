@@ -1,0 +1,171 @@
+"""acp.process: an agent subprocess in its own process group, its stderr kept, and a stop that always ends it.
+
+The child gets a minimal environment (HOME, PATH, USER, LANG, ... from ours) plus the variables
+the caller names, so API keys reach it only when passed on purpose. stderr is read by a thread
+into a bounded ring (the newest bytes win) and quoted in error messages. `stop()` escalates:
+close stdin, wait, SIGTERM the whole group, wait, SIGKILL the whole group, so a child that forked
+or re-executed itself (and keeps the pipes open) goes too. Rules: knows nothing of JSON-RPC or
+ACP; POSIX process groups (start_new_session); imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+PASSED_THROUGH = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+                  "SYSTEMROOT")
+STDERR_RING = 64 * 1024
+
+
+class SpawnError(Exception):
+    """The agent's command could not be started (not found, not executable, bad cwd)."""
+
+
+def minimal_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The few variables every program needs, taken from ours, with `extra` on top."""
+    env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
+    env.update(extra or {})
+    return env
+
+
+def _live_member(pgid: int) -> bool:
+    """Whether /proc lists a non-zombie process in group `pgid` (True when /proc cannot tell)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+class AgentProcess:
+    """One running agent: `stdin`/`stdout` for the connection, `stderr_text()` for messages, `stop()` to end it."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                 stderr_limit: int = STDERR_RING) -> None:
+        if not argv:
+            raise SpawnError("no agent command given")
+        self.argv = list(argv)
+        if os.sep in self.argv[0] and not os.path.isabs(self.argv[0]):  # relative to us, not to the agent's cwd
+            self.argv[0] = os.path.abspath(self.argv[0])
+        try:
+            self.popen = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, env=minimal_environment(env), cwd=cwd,
+                                          start_new_session=True)
+        except (OSError, ValueError) as exc:
+            raise SpawnError(f"cannot start {self.argv[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
+        self.pgid = self.popen.pid  # start_new_session: the child leads its own group
+        self._ring: deque[bytes] = deque()
+        self._ring_size, self._ring_limit = 0, stderr_limit
+        self.stderr_dropped = 0
+        self._ring_lock = threading.Lock()
+        self._stderr_thread = threading.Thread(target=self._read_stderr, name="acp-agent-stderr", daemon=True)
+        self._stderr_thread.start()
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.popen.stdin is not None
+        return self.popen.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.popen.stdout is not None
+        return self.popen.stdout
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def returncode(self) -> int | None:
+        """The exit code once the process ended (negative: killed by that signal), else None."""
+        return self.popen.poll()
+
+    def _read_stderr(self) -> None:
+        stream = self.popen.stderr
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := stream.read1(8192):  # type: ignore[attr-defined]
+                with self._ring_lock:
+                    self._ring.append(chunk)
+                    self._ring_size += len(chunk)
+                    while self._ring_size > self._ring_limit and len(self._ring) > 1:
+                        dropped = self._ring.popleft()
+                        self._ring_size -= len(dropped)
+                        self.stderr_dropped += len(dropped)
+
+    def stderr_text(self, last: int = 2000) -> str:
+        """The last `last` characters the agent wrote to stderr, stripped ('' when none)."""
+        with self._ring_lock:
+            data = b"".join(self._ring)
+        return data.decode("utf-8", "replace").strip()[-last:]
+
+    def describe_exit(self) -> str:
+        """'exited with code 3' / 'was killed by SIGKILL' / 'is still running', plus the stderr tail."""
+        code = self.returncode()
+        if code is None:
+            what = "is still running"
+        elif code < 0:
+            try:
+                what = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                what = f"was killed by signal {-code}"
+        else:
+            what = f"exited with code {code}"
+        tail = self.stderr_text(600)
+        return what + (f"; its stderr ends: {tail}" if tail else "; it wrote nothing to stderr")
+
+    def signal_group(self, sig: int) -> None:
+        """Send `sig` to every process of the agent's group (a no-op once the group is gone)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def group_alive(self) -> bool:
+        """Whether any process of the agent's group still runs (zombies, which nobody may reap, do not count)."""
+        try:
+            os.killpg(self.pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return _live_member(self.pgid)
+
+    def stop(self, grace: float = 2.0) -> None:
+        """Close stdin, wait `grace` s, SIGTERM the group, wait `grace` s, SIGKILL the group; reap the child."""
+        with contextlib.suppress(OSError, ValueError):
+            self.stdin.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:
+                self.signal_group(sig)
+            if self._wait_group(grace if sig != signal.SIGKILL else 5.0):
+                break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(5.0)
+        self._stderr_thread.join(1.0)
+        # stdout belongs to the connection's reader: its owner closes it once that thread is done
+        if not self._stderr_thread.is_alive() and self.popen.stderr is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.popen.stderr.close()
+
+    def _wait_group(self, seconds: float) -> bool:
+        """Wait until the child exited and no process of its group is left; whether that happened in time."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None and not self.group_alive():
+                return True
+            time.sleep(0.02)
+        return self.popen.poll() is not None and not self.group_alive()
