@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
     "auth": {"auth"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
-    "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile"},
+    "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
+                "a2a"},  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
     "acp": {"acp", "wire", "safefile", "cli_common", "logs"},
 }

@@ -9,12 +9,15 @@ into its dispatcher (core.extension), which keeps the tasks in a core.task_table
 its limits and per-principal quotas) and runs them on a core.worker_pool.WorkerPool (never a
 thread each), and renders their 2026-07-28 shape here; task ids are random UUIDs and a task is visible only to the
 principal that created it. 2025-11-25's tasks (core.legacy_tasks) share the table, not this module.
+A TaskSource (add_source) keeps tasks of its own elsewhere (the gateway's agent turns, in sqlite,
+with sealed ids): its tools' task-mode calls and the tasks/* requests for ids it owns go to it,
+behind the same capability check and -32021 as every task.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
@@ -86,6 +89,27 @@ def render(task: TaskRecord, poll_ms: int) -> dict[str, Any]:
     return body
 
 
+class TaskSource(Protocol):
+    """Tasks kept outside the table: `tools` run as its tasks when the request declares the extension."""
+
+    tools: frozenset[str]
+
+    def owns(self, task_id: Any) -> bool:
+        """Is this id one of ours (its shape, not whether it exists)?"""
+
+    def start(self, call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The CreateTaskResult for a task-mode call of one of `tools`."""
+
+    def get(self, call: Call) -> dict[str, Any]:
+        """tasks/get for an id it owns."""
+
+    def update(self, call: Call) -> dict[str, Any]:
+        """tasks/update for an id it owns."""
+
+    def cancel(self, call: Call) -> dict[str, Any]:
+        """tasks/cancel for an id it owns."""
+
+
 # ---- the extension and its store ---------------------------------------------------------------------
 class TasksExtension:
     """The 2026-07-28 tasks extension on one dispatcher: its task table, methods and tools/call hook."""
@@ -100,6 +124,7 @@ class TasksExtension:
         self.pool = pool if pool is not None else WorkerPool(limits.workers)
         self.lock = self.table.lock
         self.registry: Any = None
+        self.sources: tuple[TaskSource, ...] = ()
         if listen is not None:
             listen.extras["taskIds"] = self._listen_task_ids
 
@@ -114,6 +139,14 @@ class TasksExtension:
 
     def close(self) -> None:
         return None  # running tasks outlive a transport; they end with their ttl or the process
+
+    def add_source(self, source: TaskSource) -> None:
+        """Serve `source`'s tools and task ids too (the owner of the source calls this once, at set-up)."""
+        self.sources = (*self.sources, source)
+
+    def _source(self, call: Call) -> TaskSource | None:
+        task_id = call.params.get("taskId")
+        return next((source for source in self.sources if source.owns(task_id)), None)
 
     # ---- input_required ----------------------------------------------------------------------
     def ask(self, task: TaskRecord, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -169,6 +202,9 @@ class TasksExtension:
     # ---- tools/call ------------------------------------------------------------------------------
     def intercept(self, call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """Run a task-capable tool as a task when the request declares the extension."""
+        for source in self.sources:
+            if tool.name in source.tools:
+                return source.start(call, arguments) if declared(call.capabilities) else None
         if not (tool.long_running or self.registry.task_policies):
             return None  # the usual call: no task anywhere in sight
         policy = policy_of(self.registry, tool)
@@ -183,10 +219,16 @@ class TasksExtension:
 
     # ---- tasks/* methods -----------------------------------------------------------------------
     def tasks_get(self, call: Call) -> dict[str, Any]:
+        source = self._source(call)
+        if source is not None:
+            return source.get(call)
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
         return self.table.snapshot(task)
 
     def tasks_update(self, call: Call) -> dict[str, Any]:
+        source = self._source(call)
+        if source is not None:
+            return source.update(call)
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
@@ -195,6 +237,9 @@ class TasksExtension:
         return {}
 
     def tasks_cancel(self, call: Call) -> dict[str, Any]:
+        source = self._source(call)
+        if source is not None:
+            return source.cancel(call)
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
         if task.status not in TERMINAL:
             task.cancel.set()

@@ -21,6 +21,7 @@ from typing import Any
 
 from mcp_agent_kit.cli_common import (
     USAGE,
+    CliError,
     Parser,
     add_token_options,
     check_bindable,
@@ -93,25 +94,34 @@ def gateway_parser() -> Parser:
     add_token_options(parser)
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
+    parser.add_argument("--sessions", metavar="FILE",
+                        help="sqlite file keeping agent sessions across restarts (default CONFIG.sessions.sqlite)")
+    parser.add_argument("--principal-header", metavar="NAME",
+                        help="behind a trusted proxy only: take the caller's identity from this header")
     return parser
 
 
 def main_gateway(argv: list[str]) -> int:
     args = gateway_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
-    from mcp_agent_kit.gateway.config import ConfigError, load_config
+    from mcp_agent_kit.gateway.agents_config import parse_agents
+    from mcp_agent_kit.gateway.config import ConfigError, load_document, parse_config
     from mcp_agent_kit.gateway.merged import Gateway
 
     if not os.path.isfile(args.config):
         return fail(f"no such config file: {args.config}",
                     'give a JSON file with an "mcpServers" object (the Claude Desktop / mcp.json shape)', USAGE)
     try:
-        config = load_config(args.config)
+        document = load_document(args.config)
+        config = parse_config(document)
+        agents = parse_agents(document)
     except ConfigError as exc:
         problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
-        return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries')
+        return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries'
+                    ' and/or an "agents" object of "namespace/name": {"a2a": URL} or {"acp": {...}} entries')
     tokens = tokens_from(args)  # a bad --tokens-file is a CliError, before any backend starts
-    gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
+    service = _agent_service(agents, args) if agents else None
+    gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
     try:
         if not args.http:
             gateway.start()
@@ -120,8 +130,24 @@ def main_gateway(argv: list[str]) -> int:
         try:
             check_bindable(host, port)  # before starting the backends: a port in use fails fast
             gateway.start()
-            return gateway.server.serve_http(host, port, tokens=tokens)
+            return gateway.server.serve_http(host, port, tokens=tokens, principal_header=args.principal_header)
         except (OSError, OverflowError) as exc:
             return listen_failed(host, port, exc)
     finally:
         gateway.close()
+
+
+def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
+    """The agents' service over their session store (a CLI error when the store cannot be opened)."""
+    import sqlite3
+
+    from mcp_agent_kit.gateway.agent_service import AgentService
+    from mcp_agent_kit.gateway.agent_sessions import SessionStore
+
+    path = args.sessions or f"{args.config}.sessions.sqlite"
+    try:
+        store = SessionStore(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise CliError(f"cannot open the session store {path}: {exc}",
+                       "give a writable file with --sessions FILE") from exc
+    return AgentService(agents, store)

@@ -52,8 +52,10 @@ def _limits(alias: str, spec: dict[str, Any]) -> dict[str, Any]:
 def parse_config(data: Any) -> dict[str, dict[str, Any]]:
     """{alias: normalised server spec} from a parsed mcpServers document."""
     servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict) or not servers:
-        raise ConfigError('the config needs a non-empty "mcpServers" object')
+    if isinstance(data, dict) and data.get("agents") and servers is None:
+        servers = {}  # agents alone: no MCP backends to merge
+    elif not isinstance(servers, dict) or not servers:
+        raise ConfigError('the config needs a non-empty "mcpServers" object (or an "agents" object)')
     out: dict[str, dict[str, Any]] = {}
     for alias, spec in servers.items():
         if not isinstance(spec, dict):
@@ -76,10 +78,14 @@ def parse_config(data: Any) -> dict[str, dict[str, Any]]:
 
 
 def load_config(path: str) -> dict[str, dict[str, Any]]:
+    return parse_config(load_document(path))
+
+
+def load_document(path: str) -> Any:
+    """The parsed JSON of the config file (its `mcpServers` and `agents` are parsed separately)."""
     try:
-        data = json.loads(read_bytes(path, limit=MAX_CONFIG_BYTES).decode("utf-8"))
+        return json.loads(read_bytes(path, limit=MAX_CONFIG_BYTES).decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     except ValueError as exc:
         raise ConfigError(f"{path} is not JSON: {exc}") from exc
-    return parse_config(data)

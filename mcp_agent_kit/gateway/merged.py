@@ -9,7 +9,8 @@ hung or flooding backend never takes the others down: its calls end within its t
 beyond its in-flight limit fail at once (gateway.backend), its output is rate-limited in the log
 (client.loglimit). Skills (SEP-2640) of every backend are re-served under `skill://<alias>/...`
 (core.skill_relay), so same-named skills of two backends resolve per origin and never shadow each
-other; their bytes are fetched from the backend only when a host reads them. Rules: builds a
+other; their bytes are fetched from the backend only when a host reads them. Configured agents (an
+AgentService) add the agent tools (gateway.agent_tools) beside the merged ones. Rules: builds a
 Server from client parts; no protocol logic of its own.
 """
 
@@ -39,6 +40,7 @@ from mcp_agent_kit.wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.registry import ListKind
+    from mcp_agent_kit.gateway.agent_service import AgentService
 
 log = logging.getLogger("mcp_agent_kit.gateway")
 _VARIABLE = re.compile(r"\{([^}]+)\}")
@@ -69,7 +71,9 @@ class Gateway:
         name: str = "mcp-agent-kit-gateway",
         retry_first: float = RETRY_FIRST,
         retry_most: float = RETRY_MOST,
+        agents: AgentService | None = None,
     ) -> None:
+        self.agents = agents
         self.backends = {alias: Backend(alias, spec, timeout) for alias, spec in config.items()}
         self.retry_first = retry_first
         self.retry_most = retry_most
@@ -91,6 +95,11 @@ class Gateway:
         """Probe every backend, register the merged namespace; with follow, keep it current when
         a backend says one of its lists changed or a backend down at start comes up (retried with
         backoff); our own clients then hear of it in turn."""
+        if self.agents is not None:
+            from mcp_agent_kit.gateway.agent_tools import AgentTools
+
+            AgentTools(self.agents).install(self.server)
+            self.agents.start(follow=follow)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
         for kind in ("tools", "prompts", "resources", "skills"):
@@ -112,6 +121,8 @@ class Gateway:
     def close(self) -> None:
         self._closed.set()
         self._wake.set()
+        if self.agents is not None:
+            self.agents.close()
         for backend in self.backends.values():
             if backend.watcher is not None:
                 backend.watcher.stop()

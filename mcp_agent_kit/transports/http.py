@@ -18,11 +18,11 @@ from typing import Any
 
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
-from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint, is_enveloped
+from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint
 from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
 from mcp_agent_kit.httpd.lifecycle import run_until_stopped
-from mcp_agent_kit.transports import http_headers
+from mcp_agent_kit.transports import http_headers, http_routes
 from mcp_agent_kit.transports.http_legacy import Session, Sessions
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.wire import jsonrpc, mcp
@@ -62,8 +62,10 @@ class McpHTTPServer(Server):
         session_ttl: float = 3600.0,
         max_connections: int = 16384,
         max_streams: int = 256,
+        principal_header: str | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self.principal_header = principal_header  # opt-in, behind a trusted proxy: identity from this header
         self.path = path
         self.policy = policy or Policy(bind_host=address[0])
         self.max_body = max_body
@@ -187,13 +189,26 @@ class McpRequestHandler(Handler):
             self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
             return False, None
         try:
-            return True, policy.authorize(self.headers.get("Authorization"))
+            principal = policy.authorize(self.headers.get("Authorization"))
         except Refusal as refused:
             self.close_connection = True
             what = "Forbidden" if refused.status == 403 else "Unauthorized"
             self._json_error(refused.status, INVALID_REQUEST, f"{what}: {refused.description}",
                              {"WWW-Authenticate": refused.challenge})
             return False, None
+        if srv.principal_header is not None:  # the token (if any) admits the proxy; the header names the user
+            return self._trusted_principal(srv.principal_header)
+        return True, principal
+
+    def _trusted_principal(self, name: str) -> tuple[bool, str | None]:
+        """The trusted proxy's identity header: required, one line, at most 256 characters."""
+        value = (self.headers.get(name) or "").strip()
+        if not value or len(value) > 256:
+            self.close_connection = True
+            self._json_error(401, INVALID_REQUEST, f"Unauthorized: the {name} header (set by the trusted proxy) "
+                                                   "is required")
+            return False, None
+        return True, value
 
     def _accepts(self, *types: str) -> bool:
         accept = self.headers.get("Accept")
@@ -234,13 +249,14 @@ class McpRequestHandler(Handler):
             assert incoming.reply is not None
             self._plain(400, jsonrpc.encode(incoming.reply), content_type="application/json")
             return
-        version = self.headers.get("MCP-Protocol-Version")
         message = incoming.message
-        modern = self._is_modern(version) or (
-            version is None and incoming.kind == "request" and message["method"] != "initialize"
-            and is_enveloped(message)
+        route = http_routes.route(
+            self.headers.get("MCP-Protocol-Version"), self.headers.get(SESSION_HEADER) is not None,
+            incoming.kind, message,
         )
-        if modern:
+        if route == http_routes.STATELESS:
+            self._stateless(incoming.kind, message, principal)
+        elif route == http_routes.MODERN:
             self._modern(incoming.kind, message, principal)
         else:
             self._legacy(incoming.kind, message, principal)
@@ -303,6 +319,19 @@ class McpRequestHandler(Handler):
         exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
         conn = Connection(era=mcp.MODERN, principal=principal, can_request=False)
         reply = srv.dispatcher.handle(message, conn, exchange, exchange.cancel, check)
+        exchange.finish(reply, _status(reply, bool(reached)))
+
+    def _stateless(self, kind: str, message: dict[str, Any], principal: str | None) -> None:
+        """A request with no version header, no session and no envelope (kagent's curl shape):
+        served once, with no initialize and no session, under the implied envelope (http_routes)."""
+        if kind != "request":
+            self._modern(kind, message, principal)
+            return
+        reached: list[str] = []  # no headers to check against the body; only where the ladder got to
+        exchange = Exchange(self, can_stream=self._accepts("text/event-stream"))
+        conn = Connection(era=mcp.MODERN, principal=principal, can_request=False)
+        reply = self.server.dispatcher.handle(http_routes.implied_envelope(message), conn, exchange, exchange.cancel,
+                                              lambda stage, _msg: reached.append(stage))
         exchange.finish(reply, _status(reply, bool(reached)))
 
     # ---- legacy era ---------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""gateway.agent_backend: what every agent kind behind the gateway implements (AgentBackend), and its events.
+
+The tools (gateway.agent_tools) drive an agent only through this protocol, so an A2A agent
+(gateway.a2a_backend) and an ACP agent are interchangeable. A turn runs off the caller's thread:
+`start_turn` returns at once and reports through a TurnSink — progress text, a Question when the
+agent pauses, and exactly one TurnEnd. Rules: plain data and protocols only; nothing here knows a
+wire, a store or MCP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# The A2A TaskState names are the vocabulary of every backend's turn states (ACP maps onto them).
+WORKING = "TASK_STATE_WORKING"
+INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+COMPLETED = "TASK_STATE_COMPLETED"
+FAILED = "TASK_STATE_FAILED"
+CANCELED = "TASK_STATE_CANCELED"
+REJECTED = "TASK_STATE_REJECTED"
+AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
+ERROR_STATES = frozenset({FAILED, REJECTED, AUTH_REQUIRED})
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What list_agents shows of one agent right now."""
+
+    description: str
+    skills: list[dict[str, Any]]
+    ready: bool
+    reason: str = ""  # why not ready
+    can_fork: bool = False  # forks natively (ACP `session/fork`); A2A forks by referenceTaskIds instead
+
+
+@dataclass(frozen=True)
+class Question:
+    """The agent paused: `key` is stable for this pause, `message` is readable, `payload` is what the
+    backend needs to answer in its own terms (A2A: the HITL request; ACP: the permission options)."""
+
+    key: str
+    message: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """The turn is over (or paused: state INPUT_REQUIRED with a question)."""
+
+    state: str  # an A2A TaskState name
+    text: str
+    question: Question | None = None
+
+
+class TurnSink(Protocol):
+    """Where a running turn reports; called from the backend's own thread."""
+
+    def started(self, turn_id: str, context_id: str) -> None:
+        """The agent accepted the turn: its id (A2A task id / ACP prompt id) and session (contextId)."""
+
+    def progress(self, text: str) -> None:
+        """Readable progress: the agent's latest text, its plan or its tool activity."""
+
+    def ended(self, end: TurnEnd) -> None:
+        """Exactly once per start_turn/answer: finished, failed, cancelled, or paused with a question."""
+
+
+class AgentBackend(Protocol):
+    """One configured agent. An implementation owns its connection (A2A: HTTP; ACP: the process).
+
+    An ACP implementation (the next one to write) maps: `new_session` -> `session/new` with the
+    configured cwd (and MCP servers to hand on), `start_turn` -> one `session/prompt`, its
+    `session/update`s -> `progress`, a `session/request_permission` the policy must ask about ->
+    `ended(TurnEnd(INPUT_REQUIRED, question=Question(key, message, {"options": [...]})))` (the
+    prompt stays open), `answer` -> the chosen option id (decline/cancel -> the reject or cancelled
+    outcome), `cancel` -> `session/cancel`, `fork` -> `session/fork` when advertised
+    (`AgentInfo.can_fork`). At most one turn per session at a time; `idle` stops the process and the
+    next turn respawns it with `session/load`.
+    """
+
+    def info(self) -> AgentInfo:
+        """Readiness, description and skills now (cheap: cached, refreshed in the background)."""
+
+    def refresh(self) -> None:
+        """Fetch the card / probe the process again (may block up to the backend's timeout)."""
+
+    def new_session(self) -> str:
+        """A fresh session id (A2A: a new contextId; ACP: `session/new`)."""
+
+    def start_turn(self, session: str, message: str, message_id: str, references: list[str],
+                   sink: TurnSink) -> None:
+        """Send `message` in `session`; returns at once, the turn reports to `sink`.
+        `references`: earlier turn ids the first turn of a fork points at (A2A referenceTaskIds)."""
+
+    def answer(self, session: str, turn_id: str, question: Question, action: str, content: dict[str, Any],
+               sink: TurnSink) -> None:
+        """Resume a paused turn with the caller's elicitation result (already validated); reports to `sink`."""
+
+    def cancel(self, session: str, turn_id: str) -> None:
+        """Ask the agent to stop the turn (A2A CancelTask; ACP `session/cancel`)."""
+
+    def fork(self, session: str, through_turn: str) -> str | None:
+        """A native fork's new session id, or None when the agent cannot fork natively."""
+
+    def close(self) -> None:
+        """Stop background work and any process."""

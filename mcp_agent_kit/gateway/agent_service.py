@@ -1,0 +1,269 @@
+"""gateway.agent_service: agents, sessions and turns behind the agent tools — the one owner of their state.
+
+It holds the configured AgentBackends (A2A; ACP entries report `ready: false` until the ACP
+backend lands), the SessionStore, each agent's Lane and the LiveTurns of this process. `begin`
+starts (or, for a retried `message_id`, finds) a turn; `result` shapes a turn the way
+invoke_agent returns it (kagent's fields); `render` shapes it as a task. Rules: no MCP methods or
+tool schemas (gateway.agent_tools); backends only through the AgentBackend protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mcp_agent_kit.gateway import agent_backend as ab
+from mcp_agent_kit.gateway.a2a_backend import A2ABackend
+from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
+from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, Lane, LiveTurn, seal_id
+from mcp_agent_kit.gateway.agents_config import AgentSpec
+
+log = logging.getLogger("mcp_agent_kit.gateway")
+REFRESH_S = 30.0
+POLL_MS = 1000
+ACP_MISSING = "ACP backend not available in this build"
+CANCEL_WAIT_S = 10.0
+
+
+class ServiceError(Exception):
+    """A service failure the caller sees as an isError tool result."""
+
+
+class Unavailable:
+    """An agent whose kind this build cannot drive yet (ACP): listed, never ready, says why."""
+
+    def __init__(self, spec: AgentSpec, reason: str) -> None:
+        self.spec = spec
+        self.reason = reason
+
+    def info(self) -> ab.AgentInfo:
+        return ab.AgentInfo(self.spec.description, [], False, self.reason)
+
+    def refresh(self) -> None:
+        return None
+
+    def new_session(self) -> str:
+        raise ServiceError(f"agent {self.spec.ref}: {self.reason}")
+
+    def start_turn(self, session: str, message: str, message_id: str, references: list[str],
+                   sink: ab.TurnSink) -> None:
+        sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: {self.reason}"))
+
+    def answer(self, session: str, turn_id: str, question: ab.Question, action: str, content: dict[str, Any],
+               sink: ab.TurnSink) -> None:
+        sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: {self.reason}"))
+
+    def cancel(self, session: str, turn_id: str) -> None:
+        return None
+
+    def fork(self, session: str, through_turn: str) -> str | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+# agent kind -> its AgentBackend; a kind this build cannot drive is listed as Unavailable. The ACP
+# backend, when it lands, is one more row: "acp": AcpBackend.
+KINDS: dict[str, Callable[[AgentSpec], ab.AgentBackend]] = {"a2a": A2ABackend}
+
+
+def make_backend(spec: AgentSpec) -> ab.AgentBackend:
+    kind = KINDS.get(spec.kind)
+    return kind(spec) if kind is not None else Unavailable(spec, ACP_MISSING)
+
+
+class AgentService:
+    """See the module docstring."""
+
+    def __init__(self, specs: dict[str, AgentSpec], store: SessionStore,
+                 backends: dict[str, ab.AgentBackend] | None = None) -> None:
+        self.specs = specs
+        self.store = store
+        self.backends = backends if backends is not None else {ref: make_backend(s) for ref, s in specs.items()}
+        self.lanes = {ref: Lane(spec.max_concurrent) for ref, spec in specs.items()}
+        self.live: dict[str, LiveTurn] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def start(self, *, follow: bool = True) -> None:
+        """Fetch every card now (concurrently), then refresh them in the background."""
+        if self.backends:
+            with ThreadPoolExecutor(max_workers=min(16, len(self.backends))) as pool:
+                list(pool.map(lambda b: b.refresh(), self.backends.values()))
+        if follow:
+            threading.Thread(target=self._follow, name="mcp-gateway-agents", daemon=True).start()
+
+    def _follow(self) -> None:
+        while not self._closed.wait(REFRESH_S):
+            for backend in self.backends.values():
+                backend.refresh()
+
+    def close(self) -> None:
+        self._closed.set()
+        for backend in self.backends.values():
+            backend.close()
+
+    # ---- lookups ----------------------------------------------------------------------------------
+    def backend(self, ref: str) -> ab.AgentBackend:
+        found = self.backends.get(ref)
+        if found is None:
+            raise ServiceError(f"unknown agent {ref}; list_agents shows the agents")
+        return found
+
+    def session(self, session_id: Any, principal: str | None) -> dict[str, Any]:
+        row = self.store.session(session_id, principal)
+        if row is None:
+            raise ServiceError(f"unknown session {session_id!r}; list_sessions shows yours")
+        return row
+
+    # ---- turns --------------------------------------------------------------------------------------
+    def _live(self, row: dict[str, Any]) -> LiveTurn:
+        """The turn's LiveTurn; kept while the turn is unfinished, a throwaway view of a finished one."""
+        with self._lock:
+            live = self.live.get(row["id"])
+            if live is None:
+                live = LiveTurn(self.store, row, self._run_ended)
+                question = row.get("question")
+                if question:
+                    live.question = ab.Question(**json.loads(question))
+                if not live.finished:
+                    self.live[row["id"]] = live
+            return live
+
+    def _run_ended(self, live: LiveTurn) -> None:
+        if live.finished:
+            with self._lock:
+                self.live.pop(live.id, None)
+        session = self.store.session_any(live.session_id)
+        if session is not None:
+            self.lanes[session["agent"]].done()
+
+    def _cancelled_here(self, live: LiveTurn, message: str) -> None:
+        """Record a cancel no agent run will report (the turn was queued, or paused with no reader)."""
+        self.store.update_turn(live.id, status="cancelled", state=ab.CANCELED, message=message, question=None)
+        with live.cond:
+            live.status, live.question, live.end = "cancelled", None, ab.TurnEnd(ab.CANCELED, message)
+            live.cond.notify_all()
+        with self._lock:
+            self.live.pop(live.id, None)
+
+    def begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
+        """Start the turn invoke_agent asks for (or find the one a retried message_id started)."""
+        try:
+            return self._begin(principal, arguments)
+        except StoreFull as exc:
+            raise ServiceError(str(exc)) from None
+
+    def _begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
+        message = arguments.get("message")
+        agent, session_id = arguments.get("agent"), arguments.get("session_id")
+        if not isinstance(message, str) or not message.strip():
+            raise ServiceError("message is required")
+        if (agent is None) == (session_id is None):
+            raise ServiceError("give exactly one of agent ({namespace, name}) or session_id")
+        message_id = arguments.get("message_id")
+        if agent is not None:
+            ref = f"{agent.get('namespace') or 'default'}/{agent.get('name')}"
+            backend = self.backend(ref)
+            key = f"msg:{ref}:{message_id}" if message_id else None
+            session, created = self.store.create_session(principal, ref, backend.new_session, key)
+        else:
+            session, created = self.session(session_id, principal), False
+            backend = self.backend(session["agent"])
+        if message_id and not created:
+            earlier = self.store.turn_by_message(session["id"], message_id)
+            if earlier is not None:
+                return self._live(earlier)  # the retry of a call that already started its turn
+        head = self.store.head(session["id"])
+        if head is not None and head["status"] in ("working", "input_required"):
+            raise ServiceError(f"session {session['id']} already has a turn in progress (task {head['agent_task_id']}"
+                               f", {head['status']}); wait for it, answer it or cancel it first")
+        refs = self.store.take_refs(session["id"])
+        row = self.store.add_turn(session["id"], principal, message_id or str(uuid.uuid4()))
+        live = self._live(row)
+        mid = row["message_id"]
+        self.lanes[session["agent"]].submit(
+            live, lambda: backend.start_turn(session["id"], message, mid, refs, live))
+        return live
+
+    def resume(self, live: LiveTurn, action: str, content: dict[str, Any]) -> None:
+        session = self.store.session_any(live.session_id)
+        assert session is not None and live.question is not None
+        question, backend = live.question, self.backend(session["agent"])
+        live.resume()
+        self.lanes[session["agent"]].submit(live, lambda: backend.answer(
+            session["id"], live.agent_task_id, question, action, content, live))
+
+    def cancel(self, live: LiveTurn) -> None:
+        session = self.store.session_any(live.session_id)
+        assert session is not None
+        if self.lanes[session["agent"]].withdraw(live):  # it held no slot: nothing to give back
+            self._cancelled_here(live, "cancelled before it started")
+            return
+        with live.cond:  # a turn the agent has not yet accepted has no id to cancel: wait for it, bounded
+            live.cond.wait_for(lambda: bool(live.agent_task_id) or live.end is not None, timeout=CANCEL_WAIT_S)
+        if live.end is not None and live.status != "input_required":
+            return  # it ended meanwhile
+        paused = live.status == "input_required"
+        try:
+            self.backend(session["agent"]).cancel(session["id"], live.agent_task_id)
+        except Exception as exc:
+            raise ServiceError(f"the agent could not cancel the turn: {exc}") from exc
+        if paused:  # nothing is reading this task: record the cancel ourselves
+            self._cancelled_here(live, "cancelled")
+
+    def paused_turn(self, turn_id: Any, principal: str | None) -> LiveTurn:
+        """The caller's turn an input_required round is about (its id came back sealed in requestState)."""
+        row = self.store.turn(turn_id, principal) if isinstance(turn_id, str) else None
+        if row is None:
+            raise ServiceError("the paused turn of this round is gone")
+        return self._live(row)
+
+    def find(self, turn_id: str, principal: str | None) -> tuple[dict[str, Any], LiveTurn]:
+        row = self.store.turn(turn_id, principal)
+        if row is None:
+            raise ServiceError("unknown task")
+        return row, self._live(row)
+
+    # ---- shapes ----------------------------------------------------------------------------------
+    def structured(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {"session_id": row["session_id"], "task_id": row["agent_task_id"], "context_id": row["session_id"],
+                "state": row["state"], "text": row["text"]}
+
+    def result(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The CallToolResult of a finished turn (the same for a blocking call and a task's result)."""
+        body = self.structured(row)
+        return {"content": [{"type": "text", "text": json.dumps(body)}], "structuredContent": body,
+                "isError": row["state"] in ab.ERROR_STATES}
+
+    def render(self, row: dict[str, Any], principal: str | None) -> dict[str, Any]:
+        from mcp_agent_kit.gateway.agent_questions import elicitation
+
+        task: dict[str, Any] = {
+            "taskId": seal_id(self.store.secret, row["id"], principal), "status": row["status"],
+            "createdAt": row["created"], "lastUpdatedAt": row["updated"], "ttlMs": None, "pollIntervalMs": POLL_MS,
+            "statusMessage": row["message"] or WORKING_TEXT,
+        }
+        if row["status"] == "input_required" and row.get("question"):
+            question = ab.Question(**json.loads(row["question"]))
+            task["inputRequests"] = {question.key: elicitation(question)}
+        elif row["status"] in ("completed", "failed"):
+            task["result"] = self.result(row)
+            if row["status"] == "failed":
+                task["error"] = {"code": -32603, "message": row["text"] or "the agent's turn failed"}
+        return task
+
+    def agent_entry(self, ref: str) -> dict[str, Any]:
+        spec, info = self.specs[ref], self.backend(ref).info()
+        running, queued = self.lanes[ref].counts()
+        entry: dict[str, Any] = {"namespace": spec.namespace, "name": spec.name, "description": info.description,
+                                 "skills": info.skills, "ready": info.ready, "running": running, "queued": queued}
+        if not info.ready:
+            entry["reason"] = info.reason
+        return entry

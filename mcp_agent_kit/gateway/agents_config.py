@@ -1,0 +1,134 @@
+"""gateway.agents_config: read the gateway config's `agents` section into AgentSpecs.
+
+Keys are `namespace/name` (`name` alone means namespace `default`); each value names exactly one
+kind: `a2a` (the agent's base URL or its card URL) or `acp` (an object: `command`, `args`, `env`,
+`cwd`, `approve`, `max_concurrent`, `idle`). Entry-level `max_concurrent` (turns at once) and
+`timeout` (seconds one turn may take) apply to both kinds. Rules: plain data in, frozen specs out;
+a malformed entry is one ConfigError naming it; no I/O, no clients.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_agent_kit.gateway.config import ConfigError
+
+DEFAULT_NAMESPACE = "default"
+DEFAULT_MAX_CONCURRENT = 4
+DEFAULT_TURN_TIMEOUT = 600.0
+DEFAULT_IDLE = 600.0
+APPROVE = ("ask", "reads", "all")
+"""ACP permission policy: ask every time, approve read-only tool kinds and ask the rest, approve all."""
+_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle"})
+_ENTRY_KEYS = frozenset({"a2a", "acp", "max_concurrent", "timeout", "description"})
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One configured agent."""
+
+    namespace: str
+    name: str
+    kind: str  # "a2a" or "acp"
+    url: str = ""  # a2a: base URL or card URL
+    command: str = ""  # acp
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    approve: str = "ask"
+    idle: float = DEFAULT_IDLE
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    timeout: float = DEFAULT_TURN_TIMEOUT
+    description: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """`ns/name` or `name` -> (namespace, name); ConfigError for anything else."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        parts = [DEFAULT_NAMESPACE, parts[0]]
+    if len(parts) != 2 or not all(_PART.fullmatch(part) for part in parts):
+        raise ConfigError(f"agent {key!r}: the key must be namespace/name (letters, digits, '.', '_', '-')")
+    return parts[0], parts[1]
+
+
+def _number(value: Any, what: str, low: float, high: float, *, whole: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise ConfigError(f"{what} must be {kind} from {low:g} to {high:g}")
+    return float(value)
+
+
+def _acp(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'agent {key!r}: "acp" must be an object with a "command"')
+    unknown = sorted(set(value) - _ACP_KEYS)
+    if unknown:
+        raise ConfigError(f"agent {key!r}: unknown acp keys {unknown} (known: {sorted(_ACP_KEYS)})")
+    command = value.get("command")
+    if not isinstance(command, str) or not command:
+        raise ConfigError(f'agent {key!r}: acp needs a "command" string')
+    args = value.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"agent {key!r}: acp args must be a list of strings")
+    env = value.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ConfigError(f"agent {key!r}: acp env must be an object of strings")
+    cwd = value.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+        raise ConfigError(f"agent {key!r}: acp cwd must be an absolute path")
+    approve = value.get("approve", "ask")
+    if approve not in APPROVE:
+        raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
+    out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), "cwd": cwd, "approve": approve}
+    out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
+    if "max_concurrent" in value:
+        out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
+                                            whole=True))
+    return out
+
+
+def parse_agents(data: Any) -> dict[str, AgentSpec]:
+    """{"namespace/name": AgentSpec} from a parsed config document (empty without `agents`)."""
+    agents = data.get("agents", {}) if isinstance(data, dict) else {}
+    if not isinstance(agents, dict):
+        raise ConfigError('"agents" must be an object of "namespace/name": {"a2a": URL} or {"acp": {...}}')
+    out: dict[str, AgentSpec] = {}
+    for key, entry in agents.items():
+        namespace, name = split_key(str(key))
+        if not isinstance(entry, dict):
+            raise ConfigError(f'agent {key!r}: expected an object with "a2a" or "acp"')
+        unknown = sorted(set(entry) - _ENTRY_KEYS)
+        kinds = [kind for kind in ("a2a", "acp") if kind in entry]
+        if unknown or len(kinds) != 1:
+            raise ConfigError(f'agent {key!r}: give exactly one of "a2a" or "acp"'
+                              + (f" (unknown keys {unknown})" if unknown else ""))
+        fields: dict[str, Any] = {"namespace": namespace, "name": name, "kind": kinds[0]}
+        if "max_concurrent" in entry:
+            fields["max_concurrent"] = int(_number(entry["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
+                                                   whole=True))
+        if "timeout" in entry:
+            fields["timeout"] = _number(entry["timeout"], f"agent {key!r}: timeout (seconds)", 1, 86400)
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(f"agent {key!r}: description must be a string")
+        fields["description"] = description
+        if kinds[0] == "a2a":
+            url = entry["a2a"]
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ConfigError(f'agent {key!r}: "a2a" must be the agent\'s http(s) base URL or card URL')
+            fields["url"] = url
+        else:
+            fields.update(_acp(str(key), entry["acp"]))
+        spec = AgentSpec(**fields)
+        if spec.ref in out:
+            raise ConfigError(f"agent {key!r}: {spec.ref} is configured twice")
+        out[spec.ref] = spec
+    return out
