@@ -23,11 +23,13 @@ from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    add_oauth_options,
     add_token_options,
     check_bindable,
     fail,
     host_port,
     listen_failed,
+    oauth_settings,
     prog,
     tokens_from,
 )
@@ -98,6 +100,7 @@ def gateway_parser() -> Parser:
                         help="sqlite file keeping agent sessions across restarts (default CONFIG.sessions.sqlite)")
     parser.add_argument("--principal-header", metavar="NAME",
                         help="behind a trusted proxy only: take the caller's identity from this header")
+    add_oauth_options(parser)
     return parser
 
 
@@ -120,6 +123,9 @@ def main_gateway(argv: list[str]) -> int:
         return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries'
                     ' and/or an "agents" object of "namespace/name": {"a2a": URL} or {"acp": {...}} entries')
     tokens = tokens_from(args)  # a bad --tokens-file is a CliError, before any backend starts
+    oauth = oauth_settings(args)
+    if oauth is not None and not args.http:
+        return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
     service = _agent_service(agents, args) if agents else None
     gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
     try:
@@ -130,7 +136,12 @@ def main_gateway(argv: list[str]) -> int:
         try:
             check_bindable(host, port)  # before starting the backends: a port in use fails fast
             gateway.start()
-            return gateway.server.serve_http(host, port, tokens=tokens, principal_header=args.principal_header)
+            return gateway.server.serve_http(host, port, tokens=tokens, principal_header=args.principal_header,
+                                             oauth=oauth)
+        except ValueError as exc:
+            if oauth is None:
+                raise
+            return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
         except (OSError, OverflowError) as exc:
             return listen_failed(host, port, exc)
     finally:

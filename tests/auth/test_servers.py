@@ -261,3 +261,33 @@ def test_the_official_client_logs_in_through_a_real_authorization_server_and_cal
         running.server.shutdown()
         running.server.server_close()
         authority.close()
+
+
+def test_the_gateway_takes_the_same_oauth_flags(tmp_path: Path, auth_server: FakeAuthorizationServer) -> None:
+    """`gateway --http ... --oauth-issuer`: its endpoint is protected like `serve`'s (a subprocess,
+    through the public CLI); on stdio the flags are a one-line mistake."""
+    from tests.net import free_port, wait_listening
+
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": {
+        "command": sys.executable, "args": [str(ROOT / "examples" / "everything_server.py")],
+        "env": {"PYTHONPATH": str(ROOT)}}}}))
+    done = run_cli("gateway", str(config), "--oauth-issuer", auth_server.issuer)
+    assert done.returncode == 2 and "--http" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_agent_kit", "gateway", str(config), "--http",
+                             f"127.0.0.1:{port}", "--oauth-issuer", auth_server.issuer], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_listening(port, proc)
+        status, _, body = get(port, "/.well-known/oauth-protected-resource/mcp")
+        assert status == 200 and json.loads(body)["resource"] == f"http://127.0.0.1:{port}/mcp"
+        running = Running.__new__(Running)
+        running.host, running.port, running.url = "127.0.0.1", port, f"http://127.0.0.1:{port}/mcp"
+        assert running.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})[0] == 401
+        good = auth_server.token(running.url)
+        status, reply = running.modern("tools/list", headers={"Authorization": f"Bearer {good}"})
+        assert status == 200 and reply["result"]["tools"], reply
+    finally:
+        proc.terminate()
+        proc.wait(15)
