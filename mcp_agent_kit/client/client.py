@@ -113,7 +113,7 @@ class Client:
     def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> Client:
         from mcp_agent_kit.client.http import HttpChannel
 
-        channel = HttpChannel(url, headers)
+        channel = HttpChannel(url, headers, auth=options.pop("auth", None))
         options.setdefault("cache_key", channel.origin)
         return cls(channel, **options)
 
