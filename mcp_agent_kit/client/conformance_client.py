@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         roots=_roots,
         client_info={"name": "mcp-agent-kit-conformance", "version": "0.1.0"},
         auth=conformance_oauth(args[-1], scenario, context),
+        timeout=20.0,  # the suite starts every scenario at once: its servers answer slowly at first
     )
     try:
         client.connect()
