@@ -111,7 +111,10 @@ def main_gateway(argv: list[str]) -> int:
         problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
         return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries')
     tokens = tokens_from(args)  # a bad --tokens-file is a CliError, before any backend starts
-    gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
+    try:
+        gateway = Gateway(config, timeout=args.timeout, separator=args.separator)
+    except ConfigError as exc:
+        return fail(f"{args.config}: {exc}", "fix the server's oauth settings (docs/oauth.md)")
     try:
         if not args.http:
             gateway.start()

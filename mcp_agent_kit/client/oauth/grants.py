@@ -42,6 +42,7 @@ class ClientAuth:
         if self.method == "client_secret_basic":
             pair = f"{quote(self.client_id, safe='')}:{quote(self.secret or '', safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            form["client_id"] = self.client_id  # not a second credential; some servers (the Python SDK) need it
         elif self.method == "client_secret_post":
             form.update(client_id=self.client_id, client_secret=self.secret or "")
         elif self.method == "private_key_jwt":
