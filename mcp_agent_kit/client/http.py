@@ -49,6 +49,8 @@ class Authorizer(Protocol):
 
     def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool: ...
 
+    def accepted(self, sent: dict[str, str]) -> None: ...
+
 
 class _Retry:
     """The authorizer handled a challenge: send the request again."""
@@ -259,6 +261,8 @@ class HttpChannel:
                     return RETRY
                 problem = self.auth.error or response.getheader("WWW-Authenticate") or "no challenge"
                 return Failure("auth", f"HTTP {response.status} ({problem})", response.status)
+            if self.auth is not None:
+                self.auth.accepted(sent)
             return self._outcome(message, response, timeout)
         except TimeoutError:
             return Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")

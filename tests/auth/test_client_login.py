@@ -117,3 +117,40 @@ def test_a_token_near_expiry_is_refreshed_and_never_logged(short_lived: str, cap
     assert oauth.headers("POST", "http://127.0.0.1:1/elsewhere") == {}  # never to another origin
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert not any(token in logged for token in seen)
+
+
+def test_both_halves_our_client_logs_in_to_our_server_through_the_sdk_authorization_server() -> None:
+    from mcp_agent_kit import Server
+    from mcp_agent_kit.auth.settings import OAuthSettings
+    from mcp_agent_kit.client.channel import PeerError
+    from tests.auth.sdk_as import SdkAuthorizationServer
+    from tests.http.conftest import start
+
+    authority = SdkAuthorizationServer()
+    server = Server("protected")
+
+    @server.tool
+    def whoami(text: str) -> str:
+        "Say it back."
+        return text
+
+    running = start(server.dispatcher, oauth=OAuthSettings(issuer=authority.issuer, jwks_url=authority.issuer + "jwks",
+                                                           scopes=("mcp:tools",)))
+    redirect = HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback")
+    try:
+        oauth = OAuth(running.url, redirector=redirect, store=MemoryStore())
+        with Client.http(running.url, auth=oauth) as client:
+            assert client.call_tool("whoami", {"text": "hi"})["content"][0]["text"] == "hi"
+        assert authority.provider.issued[-1]["aud"] == running.url  # the resource went to the AS verbatim
+
+        authority.provider.audience = "http://127.0.0.1:1/mcp"  # from now on, tokens for another server
+        refused = OAuth(running.url, redirector=redirect, store=MemoryStore())
+        issued = len(authority.provider.issued)
+        with pytest.raises(PeerError, match=r"refuses the token .* just issued .*another resource \(aud\)"), \
+                Client.http(running.url, auth=refused) as client:
+            client.call_tool("whoami", {"text": "hi"})
+        assert len(authority.provider.issued) == issued + 1  # one login; its token refused, no loop of logins
+    finally:
+        running.server.shutdown()
+        running.server.server_close()
+        authority.close()

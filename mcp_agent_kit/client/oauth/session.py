@@ -83,6 +83,7 @@ class OAuth:
         self.dpop: Dpop | None = None
         self.error: str | None = None
         self.step_ups = 0
+        self._unproven: str | None = None  # a token from a login that no request has got through with yet
         self._key = EcKey.from_pem(self.config.private_key_pem) if self.config.private_key_pem else None
         self._lock = threading.RLock()
 
@@ -122,6 +123,11 @@ class OAuth:
                 log.error("authorization for %s failed: %s", self.server_url, exc)
                 return False
 
+    def accepted(self, sent: dict[str, str]) -> None:
+        """A request carrying `sent` got past authorization: its token works."""
+        if self._unproven is not None and sent.get("Authorization", "").endswith(f" {self._unproven}"):
+            self._unproven = None
+
     def login(self) -> Token:
         """Authorize now, without waiting for a challenge (discovery from the well-known URLs)."""
         with self._lock:
@@ -148,6 +154,10 @@ class OAuth:
         if old is not None:
             self.store.drop_token(old)
         found = self._discover(params.get("resource_metadata"))
+        if old is not None and old.access_token == self._unproven and old.issuer == found.issuer:
+            why = params.get("error_description") or params.get("error") or "no reason given"
+            raise OAuthError(f"{self.server_url} refuses the token {found.issuer} just issued for it "
+                             f"({params.get('error', 'invalid_token')}: {why})")
         if old is not None and old.refresh_token and old.issuer == found.issuer:
             try:
                 self._refresh(old)
@@ -301,6 +311,7 @@ class OAuth:
                       refresh if isinstance(refresh, str) else None, str(answer.get("scope") or asked),
                       str(answer.get("token_type", "")).lower() == "dpop")
         self.token = token
+        self._unproven = token.access_token
         self.store.put_token(token)
 
     def _refresh(self, old: Token) -> None:
