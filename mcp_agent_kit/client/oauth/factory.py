@@ -23,6 +23,8 @@ DEFAULT_PORT = 8976
 KEYS = {"clientId": str, "clientSecret": str, "clientSecretEnv": str, "issuer": str, "clientMetadataUrl": str,
         "scopes": list, "redirectPort": int, "headless": bool, "openBrowser": bool}
 
+_KINDS = {str: "string", list: "list", int: "whole number", bool: "boolean (true or false)"}
+
 
 def check_settings(settings: Any, where: str) -> dict[str, Any]:
     """The settings, checked: an object of the KEYS above with the right types."""
@@ -33,7 +35,7 @@ def check_settings(settings: Any, where: str) -> dict[str, Any]:
         if kind is None:
             raise ValueError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ValueError(f"{where}: {key} must be a {kind.__name__}")
+            raise ValueError(f"{where}: {key} must be a {_KINDS[kind]}")
     if not all(isinstance(s, str) for s in settings.get("scopes", [])):
         raise ValueError(f"{where}: scopes must be a list of strings")
     if not 0 <= settings.get("redirectPort", DEFAULT_PORT) <= 65535:
