@@ -131,3 +131,36 @@ def test_gateway_oauth_settings_are_checked() -> None:
                        ({"redirectPort": 70000}, "redirectPort must be a port number")]:
         with pytest.raises(ConfigError, match=words):
             parse_config({"mcpServers": {"a": {"url": "https://x/mcp", "oauth": bad}}})
+
+
+def test_the_browser_step_receives_the_redirect_on_loopback() -> None:
+    import threading
+    import time
+    import urllib.request
+
+    from mcp_agent_kit.client.oauth import BrowserRedirect
+
+    redirect = BrowserRedirect(0, open_browser=False, wait=20)
+    answer: dict[str, dict[str, str]] = {}
+    waiting = threading.Thread(target=lambda: answer.update(got=redirect.authorize("https://as.example/authorize?x=1")))
+    waiting.start()
+    for _ in range(200):  # the listener is up once the URL is printed; retry until it answers (bounded)
+        try:
+            with urllib.request.urlopen(redirect.redirect_uri + "?code=c%201&state=s&iss=https%3A%2F%2Fas", timeout=2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    waiting.join(20)
+    assert answer["got"] == {"code": "c 1", "state": "s", "iss": "https://as"}
+    from mcp_agent_kit.client.oauth import OAuthError
+
+    with pytest.raises(OAuthError, match="refusing the authorization URL"):
+        BrowserRedirect(0, open_browser=False, wait=1).authorize("http://as.example/authorize")  # http, not loopback
+
+
+def test_the_docs_gateway_config_is_valid() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "oauth.md").read_text()
+    block = next(b for b in text.split("```json\n")[1:] if '"mcpServers"' in b).split("```")[0]
+    parsed = parse_config(json.loads(block))
+    assert parsed["crm"]["oauth"]["scopes"] == ["crm:read"]
+    assert parsed["billing"]["oauth"]["clientSecretEnv"] == "BILLING_SECRET"

@@ -102,30 +102,37 @@ class BrowserRedirect:
     """A loopback listener for the redirect, and the user's browser for the login."""
 
     def __init__(self, port: int = 0, *, open_browser: bool = True, wait: float = WAIT) -> None:
-        try:
-            self._server = _CallbackServer(port)
-        except OSError as exc:
-            raise OAuthError(f"cannot listen on 127.0.0.1:{port} for the login redirect: {exc}") from None
-        self.port = self._server.server_address[1]
-        self.redirect_uri = f"http://127.0.0.1:{self.port}/callback"
+        self._server: _CallbackServer | None = None
+        if port == 0:  # any free port: take it now, so the redirect URI is known
+            self._server = self._listen(0)
+            port = self._server.server_address[1]
+        self.port = port
+        self.redirect_uri = f"http://127.0.0.1:{port}/callback"
         self.open_browser = open_browser
         self.wait = wait
 
+    @staticmethod
+    def _listen(port: int) -> _CallbackServer:
+        try:
+            return _CallbackServer(port)
+        except OSError as exc:
+            raise OAuthError(f"cannot listen on 127.0.0.1:{port} for the login redirect ({exc}): "
+                             "choose another redirect port") from None
+
     def authorize(self, url: str) -> dict[str, str]:
-        self._server.result = None
-        self._server.done.clear()
-        thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        """Listen (only while a login waits), show the URL, and wait for the browser to come back."""
+        server = self._server or self._listen(self.port)
+        self._server = None
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         thread.start()
         try:
             print(f"To log in, open this URL in a browser:\n  {_checked(url)}", file=sys.stderr, flush=True)
             if self.open_browser:
                 with contextlib.suppress(webbrowser.Error):
                     webbrowser.open(url)
-            if not self._server.done.wait(self.wait):
+            if not server.done.wait(self.wait):
                 raise OAuthError(f"no login redirect arrived at {self.redirect_uri} within {self.wait:g}s")
-            return dict(self._server.result or {})
+            return dict(server.result or {})
         finally:
-            self._server.shutdown()
-
-    def close(self) -> None:
-        self._server.server_close()
+            server.shutdown()
+            server.server_close()

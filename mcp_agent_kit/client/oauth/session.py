@@ -184,9 +184,9 @@ class OAuth:
             self.dpop = Dpop()
         form = {"resource": found.resource, **({"scope": " ".join(scopes)} if scopes else {})}
         grant = self.config.grant
-        if grant == "authorization_code":
+        if grant == "authorization_code":  # the scope went with the authorization request
             auth = self._client_auth(found, self.redirector.redirect_uri)
-            form.update(self._authorization_code(found, auth, scopes))
+            form = {"resource": found.resource, **self._authorization_code(found, auth, scopes)}
         else:
             auth = self._client_auth(found, "")
             form.update(self._other_grant(found, grant, form))
