@@ -176,6 +176,10 @@ class Client:
         verdict = self.probe()
         if verdict.era == "unavailable":
             raise Unavailable(verdict)
+        if verdict.era == "legacy" and self.inputs.capabilities("legacy"):
+            listen = getattr(self.channel, "listen_standalone", None)
+            if callable(listen):  # a legacy server may send its requests (elicitation...) on the GET stream
+                listen()
         return verdict
 
     # ---- requests ------------------------------------------------------------------------------------
