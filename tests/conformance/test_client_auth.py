@@ -1,14 +1,16 @@
-"""The conformance suite's OAuth client scenarios against mcp_agent_kit.client.conformance_client.
+"""The conformance suite's client scenarios, OAuth ones included, against conformance_client.
 
-Every auth scenario of `--requirements 2026-07-28` (25 scored + 6 extensions) and of 2025-11-25
-(14 + 6), the six extension scenarios once more with `--force` at an explicit revision, and the
-two 2025-03-26 back-compat scenarios: each must end with no FAILURE and no WARNING (the suite's
-own verdict, read from its checks.json files). Needs npx (Node 22 comes from the npm registry).
+Every scenario of `--requirements 2026-07-28` (39, of which 25 scored auth + 6 extensions) and of
+2025-11-25 (25, of which 14 + 6 auth), the six extension scenarios once more with `--force` at an
+explicit revision, and the two 2025-03-26 back-compat scenarios: each must end with no FAILURE
+and no WARNING (the suite's own verdict, and its checks.json files for the auth scenarios).
+Needs npx (Node 22 comes from the npm registry).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,7 @@ from tests.pinned import require_tool
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 AUTH_IN_SET = {"2026-07-28": 31, "2025-11-25": 20}
+SCENARIOS_IN_SET = {"2026-07-28": 39, "2025-11-25": 25}
 EXTENSIONS = ["client-credentials-basic", "client-credentials-jwt", "enterprise-managed-authorization",
               "wif-jwt-bearer", "dpop", "dpop-nonce"]
 BACKCOMPAT = ["2025-03-26-oauth-metadata-backcompat", "2025-03-26-oauth-endpoint-fallback"]
@@ -52,6 +55,10 @@ def test_every_auth_scenario_of_a_revision_passes(revision: str, tmp_path: Path)
     for scenario, checks in verdicts.items():
         assert checks and not _bad(checks), (scenario, _bad(checks))
         assert f"✓ auth/{scenario}:" in run.stdout, (scenario, summary)
+    # and the whole set, auth or not: every scenario passed, nothing failed or warned
+    assert f"Running requirements {revision} ({SCENARIOS_IN_SET[revision]} scenarios)" in run.stdout, summary
+    assert len(re.findall(r"^✓ ", run.stdout, re.MULTILINE)) == SCENARIOS_IN_SET[revision], summary
+    assert re.search(r"^Total: \d+ passed, 0 failed, 0 warnings$", run.stdout, re.MULTILINE), summary
 
 
 def test_extensions_forced_and_backcompat_pass(tmp_path: Path) -> None:
