@@ -2,10 +2,11 @@
 
 `login` connects to the server with the OAuth client (client/oauth): the server's 401 starts
 discovery, registration and the browser step (or the headless redirect with --headless), and the
-token lands in the token cache; a server that asks for nothing is logged in to anyway
-(discovery from its well-known URLs). `status` lists the cached tokens (never their values);
-`logout` forgets the tokens of one server, or all with --all. Rules: a front door — argument
-handling and output only; user mistakes are one stderr line (cli_common).
+token lands in the token cache; a server that asks for nothing but publishes protected-resource
+metadata is logged in to anyway (discovery from its well-known URLs). `status` lists the cached
+tokens (never their values); `logout` forgets the tokens of one server, or all with --all.
+Rules: a front door — argument handling and output only; user mistakes are one stderr line
+(cli_common).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from mcp_agent_kit.cli_common import CliError, Parser, port_number, prog
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
 from mcp_agent_kit.client.inputs import ClientError
-from mcp_agent_kit.client.oauth.discovery import resource_allowed
+from mcp_agent_kit.client.oauth.discovery import protected_resource, resource_allowed
 from mcp_agent_kit.client.oauth.errors import OAuthError
 from mcp_agent_kit.client.oauth.factory import DEFAULT_PORT, check_settings, oauth_for
+from mcp_agent_kit.client.oauth.net import send
 from mcp_agent_kit.client.oauth.store import FileStore, config_dir
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -78,6 +80,10 @@ def _login(args: Any, store: FileStore) -> int:
     try:
         client.connect()
         client.list_tools()
+        if oauth.token is None and protected_resource(send, args.url, None) is None:
+            print(f"{args.url} did not ask for authorization and publishes no protected-resource metadata: "
+                  "nothing to log in to")
+            return 0
         if oauth.token is None:
             oauth.login()
     except (OAuthError, PeerError, RpcError, ClientError) as exc:

@@ -1,6 +1,7 @@
 """At run time too, client/ loads wire/, auth/ (JOSE and metadata URLs, for its OAuth client) and
-itself only (DESIGN.md layers; tests/test_layers.py checks the import statements): importing every client module leaves no other module of ours in
-sys.modules but the package root, which Python imports first and which loads nothing eagerly."""
+itself only (DESIGN.md layers; tests/test_layers.py checks the import statements): importing every
+client module leaves no other module of ours in sys.modules but the package root, which Python
+imports first and which loads nothing eagerly."""
 
 from __future__ import annotations
 

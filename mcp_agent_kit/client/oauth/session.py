@@ -9,8 +9,8 @@ MAX_STEP_UPS times and never when the challenge asks for nothing new; a 401 re-r
 (which is how an authorization-server migration shows), then refreshes when the issuer is the
 same and a refresh token is held, else runs the configured grant. Registration follows the spec's
 order (pre-registered, client ID metadata document, RFC 7591), bound to the issuer. A failed flow
-is sticky (`error`), so a refusing server is not asked again and again. Rules: blocking; one lock
-per server; never logs a token, a secret or a code.
+stays failed (`error`) for RETRY_AFTER seconds, so a refusing server is not asked again and
+again. Rules: blocking; one lock per server; never logs a token, a secret or a code.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from mcp_agent_kit.client.oauth.store import MemoryStore, Registration, Token, T
 
 log = logging.getLogger("mcp_agent_kit.client.oauth")
 MAX_STEP_UPS = 2
+RETRY_AFTER = 60.0  # seconds a failed login stays failed before a new challenge may start another
 REFRESH_MARGIN = 60.0  # seconds before expiry a token is refreshed
 GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "token_exchange")
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
@@ -82,6 +83,7 @@ class OAuth:
         self.found: disco.Discovery | None = None
         self.dpop: Dpop | None = None
         self.error: str | None = None
+        self._failed_at = 0.0
         self.step_ups = 0
         self._unproven: str | None = None  # a token from a login that no request has got through with yet
         self._key = EcKey.from_pem(self.config.private_key_pem) if self.config.private_key_pem else None
@@ -111,7 +113,9 @@ class OAuth:
             if held is not None and not sent.get("Authorization", "").endswith(f" {held}"):
                 return True  # another request already renewed the token
             if self.error is not None:
-                return False
+                if time.monotonic() - self._failed_at < RETRY_AFTER:
+                    return False
+                self.error = None
             if params.get("error") == "use_dpop_nonce" and self.dpop is not None:
                 return self.dpop.remember(url, response)
             try:
@@ -119,7 +123,7 @@ class OAuth:
                     return self._step_up(params)
                 return self._reauthorize(params)
             except OAuthError as exc:
-                self.error = str(exc)
+                self.error, self._failed_at = str(exc), time.monotonic()
                 log.error("authorization for %s failed: %s", self.server_url, exc)
                 return False
 
