@@ -32,7 +32,7 @@ FORBIDDEN: dict[str, set[str]] = {
 ALLOWED: dict[str, set[str]] = {
     "wire": {"wire"},
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
-    "client": {"client", "wire"},
+    "client": {"client", "wire", "auth"},
     # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
     "auth": {"auth"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.

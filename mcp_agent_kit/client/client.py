@@ -116,7 +116,7 @@ class Client:
     def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> Client:
         from mcp_agent_kit.client.http import HttpChannel
 
-        channel = HttpChannel(url, headers)
+        channel = HttpChannel(url, headers, auth=options.pop("auth", None))
         options.setdefault("cache_key", channel.origin)
         return cls(channel, **options)
 
@@ -179,6 +179,10 @@ class Client:
         verdict = self.probe()
         if verdict.era == "unavailable":
             raise Unavailable(verdict)
+        if verdict.era == "legacy" and self.inputs.capabilities("legacy"):
+            listen = getattr(self.channel, "listen_standalone", None)
+            if callable(listen):  # a legacy server may send its requests (elicitation...) on the GET stream
+                listen()
         return verdict
 
     # ---- requests ------------------------------------------------------------------------------------

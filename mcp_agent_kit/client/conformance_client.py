@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.client.client import Client
+from mcp_agent_kit.client.oauth_conformance import conformance_oauth
 
 _SAMPLE_ARGUMENTS = {"string": "test", "integer": 1, "number": 1.5, "boolean": True}
 
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         sampling=_sample,
         roots=_roots,
         client_info={"name": "mcp-agent-kit-conformance", "version": "0.1.0"},
+        auth=conformance_oauth(args[-1], scenario, context),
+        timeout=20.0,  # the suite starts every scenario at once: its servers answer slowly at first
     )
     try:
         client.connect()

@@ -20,7 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, reply_to_request
@@ -37,6 +37,34 @@ DEFAULT_RETRY_S = 0.5
 STANDALONE_TIMEOUT = 120.0  # a silent GET stream is reopened after this (servers send keep-alives)
 ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
+AUTH_ATTEMPTS = 4  # sends of one request while its authorizer keeps asking for a retry
+
+
+class Authorizer(Protocol):
+    """What the channel asks for credentials (client/oauth: OAuth)."""
+
+    error: str | None
+
+    def headers(self, method: str, url: str) -> dict[str, str]: ...
+
+    def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool: ...
+
+    def accepted(self, sent: dict[str, str]) -> None: ...
+
+
+class _Retry:
+    """The authorizer handled a challenge: send the request again."""
+
+
+RETRY = _Retry()
+
+
+def _header_map(response: http.client.HTTPResponse) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, value in response.getheaders():
+        key = name.lower()
+        found[key] = f"{found[key]}\n{value}" if key in found else value
+    return found
 
 
 def origin_of(url: str) -> str:
@@ -47,7 +75,8 @@ def origin_of(url: str) -> str:
 class HttpChannel:
     """One MCP endpoint URL; `headers` are added to every request (e.g. Authorization)."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None, *, verify: bool = True) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None, *, verify: bool = True,
+                 auth: Authorizer | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -57,6 +86,7 @@ class HttpChannel:
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.extra = dict(headers or {})
         self.verify = verify
+        self.auth = auth  # OAuth: its headers go on every request to this URL, and it answers 401/403
         self.strict = False
         self.on_request: RequestHandler | None = None
         self.on_notification: NotificationHandler | None = None
@@ -116,7 +146,8 @@ class HttpChannel:
             if conn is None:
                 return
             try:
-                headers = {**self.extra, "Accept": "text/event-stream", **self._session_headers(session)}
+                headers = {**self.extra, **self._auth("GET"), "Accept": "text/event-stream",
+                           **self._session_headers(session)}
                 conn.request("GET", self.path, headers=headers)
                 response = conn.getresponse()
                 kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
@@ -149,7 +180,7 @@ class HttpChannel:
             return
         try:
             conn = self._connect(5.0)
-            conn.request("DELETE", self.path, headers={**self.extra, "Mcp-Session-Id": session})
+            conn.request("DELETE", self.path, headers={**self.extra, **self._auth("DELETE"), "Mcp-Session-Id": session})
             conn.getresponse().read()
             conn.close()
         except (OSError, http.client.HTTPException):
@@ -174,8 +205,11 @@ class HttpChannel:
             headers["MCP-Protocol-Version"] = version
         return headers
 
+    def _auth(self, method: str) -> dict[str, str]:
+        return self.auth.headers(method, self.url) if self.auth is not None else {}
+
     def _headers(self, message: dict[str, Any], extra: dict[str, str] | None) -> dict[str, str]:
-        headers = {**self.extra, "Content-Type": "application/json", "Accept": ACCEPT}
+        headers = {**self.extra, **self._auth("POST"), "Content-Type": "application/json", "Accept": ACCEPT}
         modern = request_headers(message)
         if modern:
             headers.update(modern)
@@ -203,6 +237,13 @@ class HttpChannel:
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
         if self.sse is not None:
             return self.sse.exchange(message, timeout)
+        for _ in range(AUTH_ATTEMPTS):
+            event = self._exchange_once(message, timeout, headers)
+            if not isinstance(event, _Retry):
+                return event
+        return Failure("auth", f"{self.url} kept refusing the credentials after {AUTH_ATTEMPTS} attempts")
+
+    def _exchange_once(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None) -> Event | _Retry:
         try:
             conn = self._connect(timeout)
         except ValueError as exc:
@@ -214,6 +255,14 @@ class HttpChannel:
             if response.status == 404 and sent.get("Mcp-Session-Id"):
                 response.read(MAX_BODY)
                 return self._expired(sent["Mcp-Session-Id"])
+            if response.status in (401, 403) and self.auth is not None:
+                response.read(MAX_BODY)
+                if self.auth.challenge(response.status, _header_map(response), sent, self.url):
+                    return RETRY
+                problem = self.auth.error or response.getheader("WWW-Authenticate") or "no challenge"
+                return Failure("auth", f"HTTP {response.status} ({problem})", response.status)
+            if self.auth is not None:
+                self.auth.accepted(sent)
             return self._outcome(message, response, timeout)
         except TimeoutError:
             return Failure("timeout", f"no reply to {message['method']} within {timeout:g}s")
@@ -283,7 +332,7 @@ class HttpChannel:
 
     def _resume(self, last_event_id: str, timeout: float) -> http.client.HTTPResponse | Failure:
         """GET the rest of a broken stream (2025-11-25 resumability)."""
-        headers = {**self.extra, "Accept": "text/event-stream", "Last-Event-ID": last_event_id,
+        headers = {**self.extra, **self._auth("GET"), "Accept": "text/event-stream", "Last-Event-ID": last_event_id,
                    **self._session_headers(self.session_id)}
         try:
             conn = self._connect(timeout)

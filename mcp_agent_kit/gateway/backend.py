@@ -19,11 +19,13 @@ from typing import Any
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
 from mcp_agent_kit.client.inputs import ClientError
+from mcp_agent_kit.client.oauth.errors import OAuthError
+from mcp_agent_kit.client.oauth.factory import oauth_for
 from mcp_agent_kit.client.stdio import StdioChannel
 from mcp_agent_kit.client.watch import ListWatcher
 from mcp_agent_kit.core import content
 from mcp_agent_kit.core.content import ToolResult
-from mcp_agent_kit.gateway.config import DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT
+from mcp_agent_kit.gateway.config import DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, ConfigError
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 log = logging.getLogger("mcp_agent_kit.gateway")
@@ -54,6 +56,11 @@ class Backend:
             "elicitation": _no_caller, "sampling": _no_caller,
         }
         if "url" in spec:
+            if spec.get("oauth") is not None:  # this backend's own login; a caller's token never goes to it
+                try:
+                    options["auth"] = oauth_for(spec["url"], spec["oauth"])
+                except (ValueError, OAuthError) as exc:
+                    raise ConfigError(f"server {alias!r} oauth: {exc}") from None
             self.client = Client.http(spec["url"], spec["headers"], **options)
         else:
             channel = StdioChannel(

@@ -127,7 +127,10 @@ def main_gateway(argv: list[str]) -> int:
     if oauth is not None and not args.http:
         return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
     service = _agent_service(agents, args) if agents else None
-    gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
+    try:
+        gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
+    except ConfigError as exc:
+        return fail(f"{args.config}: {exc}", "fix the server's oauth settings (docs/oauth.md)")
     try:
         if not args.http:
             gateway.start()

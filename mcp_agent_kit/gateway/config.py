@@ -1,7 +1,8 @@
 """gateway.config: read the `mcpServers` file Claude Desktop and mcp.json use into backend specs.
 
 Each entry is a stdio server (`command`, `args`, `env`, `cwd`) or a Streamable HTTP one (`url`,
-optional `headers`), plus our `allowLegacy` and the backend's limits, `timeout` (seconds one
+optional `headers`, and `oauth` — the OAuth client settings of client/oauth/factory.py — when the
+server needs a login), plus our `allowLegacy` and the backend's limits, `timeout` (seconds one
 request to it may take) and `maxInFlight` (calls to it at once); the result is {alias:
 normalised spec}, every key filled in (the defaults below). Rules: plain data in, plain data out;
 a malformed file is one ConfigError naming the entry; no I/O beyond reading the file, no clients,
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcp_agent_kit.client.oauth.factory import check_settings
 from mcp_agent_kit.safefile import read_bytes
 
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
@@ -64,6 +66,12 @@ def parse_config(data: Any) -> dict[str, dict[str, Any]]:
         if isinstance(spec.get("url"), str):
             entry["url"] = spec["url"]
             entry["headers"] = _string_map(spec.get("headers", {}), f"server {alias!r} headers")
+            entry["oauth"] = None
+            if spec.get("oauth") is not None:
+                try:
+                    entry["oauth"] = check_settings(spec["oauth"], f"server {alias!r} oauth")
+                except ValueError as exc:
+                    raise ConfigError(str(exc)) from None
         elif isinstance(spec.get("command"), str):
             entry["command"] = spec["command"]
             entry["args"] = _strings(spec.get("args", []), f"server {alias!r} args")
