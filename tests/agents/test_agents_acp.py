@@ -1,0 +1,137 @@
+"""The official mcp==2.3.0 client (and raw kagent-shaped HTTP) drives examples/acp_echo_agent.py through the gateway.
+
+The echo agent is a real ACP v1 agent process: it remembers each session's history, asks
+permission (allow_once / reject_once / allow_always) before writing echo.txt, and waits for a
+`session/cancel` on `/wait`. The crash test kills its process mid-turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp_agent_kit.gateway.acp_backend import AcpBackend
+from tests.agents.conftest import ROOT, TASKS_META, GatewayRun
+from tests.agents.test_agents_curl import poll, start_task
+from tests.agents.test_agents_sdk import AnyResult, ClaimContext, Client, CreatedTask, TaskParams, Tasks, types
+
+ECHO = ROOT / "examples" / "acp_echo_agent.py"
+AGENT = {"namespace": "dev", "name": "echo"}
+OPTION_IDS = ["allow-once", "reject-once", "allow-always"]
+
+
+def _config(tmp_path: Path, approve: str) -> dict[str, Any]:
+    work = tmp_path / "repo"
+    work.mkdir(exist_ok=True)
+    return {"agents": {"dev/echo": {"acp": {
+        "command": sys.executable, "args": [str(ECHO)], "env": {"ACP_ECHO_AGENT_DIR": str(tmp_path / "acp")},
+        "cwd": str(work), "approve": approve}}}}
+
+
+async def _blocking(url: str) -> dict[str, Any]:
+    async with Client(url) as client:
+        listed = await client.call_tool("list_agents", {})
+        progress: list[str] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(message or "")
+
+        first = await client.call_tool("invoke_agent", {"agent": AGENT, "message": "hello world"},
+                                       progress_callback=on_progress)
+        second = await client.call_tool("invoke_agent", {"session_id": first.structured_content["session_id"],
+                                                         "message": "what did I say before?"})
+        return {"listed": listed, "first": first, "second": second, "progress": progress}
+
+
+def test_the_sdk_client_lists_invokes_and_continues(tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(tmp_path, "all"))
+    got = asyncio.run(_blocking(run.url))
+    (entry,) = got["listed"].structured_content["agents"]
+    assert entry["ready"] is True and entry["name"] == "echo"
+    assert got["first"].structured_content["state"] == "TASK_STATE_COMPLETED"
+    assert got["first"].structured_content["text"] == "Echo: hello world\nFile: written."
+    assert (tmp_path / "repo" / "echo.txt").read_text() == "hello world\n"
+    assert got["second"].structured_content["text"] == "Before, you said: hello world"
+    assert got["progress"] and any(p.startswith(("Echo:", "Plan:", "Tool:")) for p in got["progress"])
+
+
+async def _task_flow(url: str, message: str, action: str) -> tuple[Any, Tasks]:
+    tasks = Tasks(action)
+    async with Client(url, extensions=[tasks]) as client:
+        result = await client.call_tool("invoke_agent", {"agent": AGENT, "message": message})
+    return result, tasks
+
+
+def test_a_permission_question_is_answered_or_declined_by_tasks_update(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(tmp_path, "ask"))
+    allowed, tasks = asyncio.run(_task_flow(run.url, "ship it", "accept"))
+    schema = tasks.asked[0]["params"]["requestedSchema"]
+    assert schema["properties"]["response"]["enum"] == OPTION_IDS and schema["required"] == ["response"]
+    assert "input_required" in tasks.seen
+    assert allowed.structured_content["text"] == "Echo: ship it\nFile: written."
+    declined, _ = asyncio.run(_task_flow(run.url, "not this", "decline"))
+    assert declined.structured_content["text"] == "Echo: not this\nFile: refused."
+    _, cancelling = asyncio.run(_task_flow(run.url, "never mind", "cancel"))
+    assert cancelling.seen[-1] == "cancelled"  # answered `cancelled`: the agent ends the turn cancelled
+
+
+def test_a_blocking_call_gets_the_question_and_a_cancel_stops_the_turn(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(tmp_path, "ask"))
+    reply = run.rpc("tools/call", {"name": "invoke_agent", "arguments": {"agent": AGENT, "message": "hi"}})
+    assert reply["error"]["code"] == -32021, reply
+    assert asyncio.run(_cancel(run.url)) == "cancelled"
+
+
+async def _cancel(url: str) -> str:
+    class Cancelling(Tasks):
+        async def _resolve(self, task: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
+            class TasksCancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
+                method: Literal["tasks/cancel"] = "tasks/cancel"
+                name_param = "taskId"
+
+            await asyncio.sleep(0.3)  # let the agent get to its wait (the cancel must reach a running prompt)
+            await ctx.session.send_request(TasksCancel(params=TaskParams(task_id=task.task_id)), AnyResult)
+            return await super()._resolve(task, ctx)
+
+    async with Client(url, extensions=[Cancelling()]) as client:
+        result = await client.call_tool("invoke_agent", {"agent": AGENT, "message": "/wait"})
+    return str(result.content[0].text)
+
+
+def _backend(run: GatewayRun) -> AcpBackend:
+    assert run.gateway.agents is not None
+    backend = run.gateway.agents.backends["dev/echo"]
+    assert isinstance(backend, AcpBackend)
+    return backend
+
+
+def test_an_agent_that_dies_mid_turn_fails_it_and_the_next_turn_loads_the_session(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(tmp_path, "all"))
+    first = run.call("invoke_agent", {"agent": AGENT, "message": "remember me"})["structuredContent"]
+    session = first["session_id"]
+    backend = _backend(run)
+    assert backend.agent is not None and backend.agent.process is not None
+    pid = backend.agent.process.pid
+    task = start_task(run, {"session_id": session, "message": "/wait"})
+    poll_until = time.monotonic() + 10
+    while "Waiting" not in run.rpc("tasks/get", {"taskId": task, "_meta": TASKS_META})["result"]["statusMessage"]:
+        assert time.monotonic() < poll_until, "the agent never started waiting"
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    failed = poll(run, task, until=("failed", "completed", "cancelled"))
+    assert failed["status"] == "failed", failed
+    assert "died during the turn" in failed["result"]["structuredContent"]["text"]
+    again = run.call("invoke_agent", {"session_id": session, "message": "what did I say before?"})
+    assert not again["isError"], again
+    # a fresh process, and the session was loaded there (a new session would have no history)
+    assert backend.agent is not None and backend.agent.process is not None and backend.agent.process.pid != pid
+    assert again["structuredContent"]["text"] in ("Before, you said: remember me", "Before, you said: /wait")
