@@ -135,3 +135,20 @@ def test_an_agent_that_dies_mid_turn_fails_it_and_the_next_turn_loads_the_sessio
     # a fresh process, and the session was loaded there (a new session would have no history)
     assert backend.agent is not None and backend.agent.process is not None and backend.agent.process.pid != pid
     assert again["structuredContent"]["text"] in ("Before, you said: remember me", "Before, you said: /wait")
+
+
+def test_an_idle_agent_is_stopped_and_the_next_turn_respawns_it_with_the_session(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    config = _config(tmp_path, "all")
+    config["agents"]["dev/echo"]["acp"]["idle"] = 1
+    run = gateway_of(config)
+    first = run.call("invoke_agent", {"agent": AGENT, "message": "keep this"})["structuredContent"]
+    backend = _backend(run)
+    assert backend.agent is not None
+    deadline = time.monotonic() + 15
+    while backend.agent.running:
+        assert time.monotonic() < deadline, "the idle agent was never stopped"
+        time.sleep(0.1)
+    again = run.call("invoke_agent", {"session_id": first["session_id"], "message": "what did I say before?"})
+    assert backend.agent.running
+    assert again["structuredContent"]["text"] == "Before, you said: keep this"
