@@ -8,6 +8,7 @@ permission (allow_once / reject_once / allow_always) before writing echo.txt, an
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -152,3 +153,26 @@ def test_an_idle_agent_is_stopped_and_the_next_turn_respawns_it_with_the_session
     again = run.call("invoke_agent", {"session_id": first["session_id"], "message": "what did I say before?"})
     assert backend.agent.running
     assert again["structuredContent"]["text"] == "Before, you said: keep this"
+
+
+def test_the_documented_permission_round_is_the_real_wire(tmp_path: Path,
+                                                          gateway_of: Callable[..., GatewayRun]) -> None:
+    from tests.agents.test_agents_docs import DOC, matches
+    from tests.test_docs import blocks
+
+    section = DOC.read_text(encoding="utf-8").split("## ACP coding agents", 1)[1].split("\n## ", 1)[0]
+    config, paused_doc, update_doc, done_doc = (json.loads(b.body) for b in blocks(section) if b.lang == "json")
+    entry = config["agents"]["dev/echo"]
+    assert entry["acp"]["approve"] == "ask"
+    run = gateway_of(_config(tmp_path, entry["acp"]["approve"]))
+    task = start_task(run, {"agent": AGENT, "message": "ship it"})
+    poll(run, task, until=("input_required",))
+    paused = run.rpc("tasks/get", {"taskId": task, "_meta": TASKS_META})
+    assert not matches(paused_doc, paused), matches(paused_doc, paused)
+    update_doc["params"]["taskId"] = task
+    assert "result" in run.rpc(update_doc["method"], update_doc["params"], id_=update_doc["id"])
+    poll(run, task, until=("completed",))
+    done = run.rpc("tasks/get", {"taskId": task, "_meta": TASKS_META}, id_=3)
+    assert not matches(done_doc, done), matches(done_doc, done)
+    body = done["result"]["result"]
+    assert json.loads(body["content"][0]["text"]) == body["structuredContent"]
