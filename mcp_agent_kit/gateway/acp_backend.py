@@ -27,7 +27,7 @@ from typing import Any
 from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import AcpAgent, Timeouts
 from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
-from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
 from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.agents_config import AgentSpec
@@ -37,12 +37,6 @@ log = logging.getLogger("mcp_agent_kit.gateway")
 IDLE_CHECK_S = 1.0
 # ACP stopReason -> the turn's A2A state (anything else the agent ends with is a completed turn)
 STOP_STATES = {wire.CANCELLED: ab.CANCELED, wire.REFUSAL: ab.REJECTED}
-# the entry's `approve` -> which permission requests the gateway answers itself (allow) instead of asking
-SELF_APPROVES: dict[str, Callable[[PermissionRequest], bool]] = {
-    "all": lambda request: True,
-    "reads": lambda request: request.tool_kind in wire.READ_ONLY_TOOL_KINDS,
-    "ask": lambda request: False,
-}
 
 
 @dataclass
