@@ -176,3 +176,14 @@ def test_the_documented_permission_round_is_the_real_wire(tmp_path: Path,
     assert not matches(done_doc, done), matches(done_doc, done)
     body = done["result"]["result"]
     assert json.loads(body["content"][0]["text"]) == body["structuredContent"]
+
+
+def test_a_gateway_restart_keeps_the_session_and_loads_it_in_a_new_agent_process(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    store = str(tmp_path / "kept.sqlite")
+    first_run = gateway_of(_config(tmp_path, "all"), store)
+    first = first_run.call("invoke_agent", {"agent": AGENT, "message": "before the restart"})["structuredContent"]
+    first_run.close()  # stops the gateway and its agent process
+    run = gateway_of(_config(tmp_path, "all"), store)
+    again = run.call("invoke_agent", {"session_id": first["session_id"], "message": "what did I say before?"})
+    assert again["structuredContent"]["text"] == "Before, you said: before the restart"
