@@ -62,8 +62,8 @@ def _option_json(option: PermissionOption) -> dict[str, str]:
     return {"optionId": option.option_id, "name": option.name, "kind": option.kind}
 
 
-def progress_of(event: ev.Event, said: str) -> str | None:
-    """Readable progress for one update (None: nothing worth telling)."""
+def progress_of(event: ev.Event, said: str, calls: dict[str, dict[str, Any]]) -> str | None:
+    """Readable progress for one update (None: nothing worth telling); `calls` are the session's merged tool calls."""
     if isinstance(event, ev.AgentMessageChunk):
         return said or None
     if isinstance(event, ev.Plan):
@@ -71,8 +71,9 @@ def progress_of(event: ev.Event, said: str) -> str | None:
         return "Plan: " + "; ".join(f"{marks.get(str(e.get('status')), '[ ]')} {e.get('content', '')}"
                                     for e in event.entries)
     if isinstance(event, ev.ToolCall):
-        what = event.title or f"tool call {event.tool_call_id}"
-        return f"Tool: {what}" + (f" ({event.status})" if event.status else "")
+        merged = calls.get(event.tool_call_id, {})
+        what, status = event.title or merged.get("title") or f"tool call {event.tool_call_id}", merged.get("status")
+        return f"Tool: {what}" + (f" ({status})" if status else "")
     return None
 
 
@@ -180,7 +181,7 @@ class AcpBackend:
         end: ab.TurnEnd
         try:
             session = self._session(gateway_id)
-            result = session.run(message, timeout=self.spec.timeout, on_event=lambda e: self._event(turn, e))
+            result = session.run(message, timeout=self.spec.timeout, on_event=lambda e: self._event(turn, session, e))
             end = ab.TurnEnd(STOP_STATES.get(result.stop_reason, ab.COMPLETED), result.text)
         except AgentCrashed as exc:
             end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} died during the turn ({exc}); the next turn "
@@ -196,10 +197,10 @@ class AcpBackend:
             self.last_used = time.monotonic()
         turn.report(lambda s: s.ended(end))
 
-    def _event(self, turn: _Turn, event: ev.Event) -> None:
+    def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
         if isinstance(event, ev.AgentMessageChunk):
             turn.text.append(event.text)
-        said = progress_of(event, "".join(turn.text))
+        said = progress_of(event, "".join(turn.text), session.tool_calls)
         if said:
             turn.report(lambda s: s.progress(said))
 
