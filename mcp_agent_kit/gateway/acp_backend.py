@@ -86,6 +86,7 @@ class AcpBackend:
         self.error: str | None = None
         self.sessions: dict[str, Session] = {}  # gateway session id -> its ACP session (whose id may change)
         self.turns: dict[str, _Turn] = {}  # gateway session id -> its running turn
+        self.ended_paused: dict[str, tuple[str, ab.TurnEnd]] = {}  # session -> (turn id, how it ended unseen)
         self.last_used = time.monotonic()
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -195,6 +196,8 @@ class AcpBackend:
             if self.turns.get(gateway_id) is turn:
                 del self.turns[gateway_id]
             self.last_used = time.monotonic()
+            if turn.sink is None:  # it ended while paused (the agent died, the question timed out): tell the answer
+                self.ended_paused[gateway_id] = (turn.turn_id, end)
         turn.report(lambda s: s.ended(end))
 
     def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
@@ -235,7 +238,12 @@ class AcpBackend:
                sink: ab.TurnSink) -> None:
         with self._lock:
             turn = self.turns.get(session)
+            unseen = self.ended_paused.pop(session, None)
         if turn is None or turn.turn_id != turn_id:
+            if unseen is not None and unseen[0] == turn_id:
+                sink.ended(unseen[1] if unseen[1].state != ab.COMPLETED else ab.TurnEnd(
+                    ab.FAILED, f"agent {self.spec.ref} ended the turn before the answer came: {unseen[1].text}"))
+                return
             sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: the paused turn is gone (the agent or the "
                                              f"gateway was restarted)"))
             return

@@ -195,3 +195,22 @@ def test_a_gateway_restart_keeps_the_session_and_loads_it_in_a_new_agent_process
     run = gateway_of(_config(tmp_path, "all"), store)
     again = run.call("invoke_agent", {"session_id": first["session_id"], "message": "what did I say before?"})
     assert again["structuredContent"]["text"] == "Before, you said: before the restart"
+
+
+def test_an_agent_that_dies_while_asking_fails_the_turn_when_answered(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of(_config(tmp_path, "ask"))
+    task = start_task(run, {"agent": AGENT, "message": "ship it"})
+    paused = poll(run, task, until=("input_required",))
+    backend = _backend(run)
+    assert backend.agent is not None and backend.agent.process is not None
+    os.kill(backend.agent.process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not backend.ended_paused:
+        assert time.monotonic() < deadline, "the dead agent's turn never ended"
+        time.sleep(0.05)
+    key = next(iter(paused["inputRequests"]))
+    run.rpc("tasks/update", {"taskId": task, "_meta": TASKS_META,
+                             "inputResponses": {key: {"action": "accept", "content": {"response": "allow-once"}}}})
+    failed = poll(run, task, until=("failed", "completed"))
+    assert failed["status"] == "failed" and "died during the turn" in failed["result"]["structuredContent"]["text"]
