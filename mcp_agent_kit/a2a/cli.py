@@ -1,6 +1,8 @@
 """cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store PATH] [--token T]... [--tokens-file F]`.
 
-MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. `--host`/`--port`
+MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. With `--acp`
+(`a2a --acp [--cwd DIR] [--approve ask|reads|all] -- CMD [ARGS...] --port P`) the ACP agent CMD is
+served instead (a2a.acp_bridge); a trailing `--port P` / `--http HOST:PORT` after CMD is ours. `--host`/`--port`
 are the older spelling of `--http`, hidden from --help but still accepted. Rules: argument parsing
 and wiring only; refuses a non-loopback bind without a token unless told `--insecure`; user
 mistakes are one stderr line (cli_common).
@@ -78,7 +80,72 @@ def bind_address(args: argparse.Namespace) -> tuple[str, int]:
     return getattr(args, "host", host), getattr(args, "port", port)
 
 
+def acp_parser() -> Parser:
+    cli = Parser(prog=prog("a2a"), description="Serve an ACP agent as an A2A v1.0 agent.",
+                 usage=f"{prog('a2a')} --acp [--cwd DIR] [--approve ask|reads|all] -- CMD [ARGS...] --port P")
+    cli.add_argument("--acp", action="store_true", required=True, help="serve the ACP agent CMD (after --)")
+    cli.add_argument("--cwd", metavar="DIR", help="the sessions' working directory (default: the current one)")
+    cli.add_argument("--approve", choices=("ask", "reads", "all"), default="ask",
+                     help="permission requests: ask the A2A client (default), allow reads and ask the rest, allow all")
+    cli.add_argument("--http", metavar="HOST:PORT", type=host_port, help=f"bind address (default {DEFAULT_HOST}:"
+                                                                         f"{DEFAULT_PORT}; port 0 picks a free one)")
+    cli.add_argument("--port", type=port_number, help="bind port on 127.0.0.1")
+    add_token_options(cli, "JSON-RPC and REST")
+    cli.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
+    cli.add_argument("--verbose", action="store_true", help="log requests")
+    return cli
+
+
+def _split_acp(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(our options, the agent's command): CMD follows `--`; a trailing `--port P`/`--http H:P` is ours."""
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    ours, command = argv[:at], argv[at + 1:]
+    while len(command) >= 3 and command[-2] in ("--port", "--http"):
+        ours, command = [*ours, *command[-2:]], command[:-2]
+    return ours, command
+
+
+def acp_main(argv: list[str]) -> int:
+    import os
+
+    from mcp_agent_kit.a2a.acp_bridge import AcpBridge
+    from mcp_agent_kit.acp.client import AcpAgent
+    from mcp_agent_kit.acp.errors import AcpError
+
+    ours, command = _split_acp(argv)
+    cli = acp_parser()
+    args = cli.parse_args(ours)
+    if not command:
+        cli.error("give the ACP agent's command after --, e.g. a2a --acp -- claude-agent-acp --port 8080")
+    if args.http and args.port is not None:
+        cli.error("give either --http HOST:PORT or --port, not both")
+    host, port = args.http or (DEFAULT_HOST, args.port if args.port is not None else DEFAULT_PORT)
+    tokens = tokens_from(args, principal=principal_for)
+    if not is_loopback(host) and not tokens and not args.insecure:
+        cli.error(f"binding {host} exposes the agent to the network: give --token (or --insecure)")
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if not os.path.isdir(cwd):
+        return fail(f"--cwd {args.cwd} is not a directory", "give an existing directory", USAGE)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
+    try:
+        acp = AcpAgent.spawn(command[0], command[1:], cwd=cwd)
+        acp.initialize()
+    except AcpError as exc:
+        return fail(f"cannot start the ACP agent {command[0]!r}: {exc}", "check the command after --")
+    try:
+        engine = TaskEngine(AcpBridge(acp, cwd, args.approve), MemoryStore())
+        return serve(engine, host, port, tokens=tokens)
+    except (OSError, OverflowError) as exc:
+        return listen_failed(host, port, exc)
+    finally:
+        acp.close()
+
+
 def main(argv: list[str]) -> int:
+    if "--acp" in (argv[:argv.index("--")] if "--" in argv else argv):
+        return acp_main(argv)
     cli = parser()
     args = cli.parse_args(argv)
     if args.http and (hasattr(args, "host") or hasattr(args, "port")):

@@ -93,6 +93,14 @@ class Ask:
 
 POLICIES: dict[str, Callable[[], Policy]] = {"all": AllowAll, "reads": AllowReads, "none": DenyAll}
 
+# an `approve` setting (gateway agents, `a2a --acp`) -> whether a request is allowed without asking anyone:
+# `all` allows every request, `reads` the read-only tool kinds, `ask` none (each is asked about)
+SELF_APPROVES: dict[str, Callable[[PermissionRequest], bool]] = {
+    "all": lambda request: True,
+    "reads": lambda request: request.tool_kind in wire.READ_ONLY_TOOL_KINDS,
+    "ask": lambda request: False,
+}
+
 
 def parse_options(raw: Any) -> tuple[PermissionOption, ...]:
     """The well-formed options of a request (malformed entries are left out)."""

@@ -23,6 +23,10 @@ AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
 ERROR_STATES = frozenset({FAILED, REJECTED, AUTH_REQUIRED})
 
 
+class SessionRefused(Exception):
+    """new_session/fork could not make a session (e.g. the agent process cannot be started); says why."""
+
+
 @dataclass(frozen=True)
 class AgentInfo:
     """What list_agents shows of one agent right now."""

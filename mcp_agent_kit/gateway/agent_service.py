@@ -1,8 +1,7 @@
 """gateway.agent_service: agents, sessions and turns behind the agent tools — the one owner of their state.
 
-It holds the configured AgentBackends (A2A; ACP entries report `ready: false` until the ACP
-backend lands), the SessionStore, each agent's Lane and the LiveTurns of this process. `begin`
-starts (or, for a retried `message_id`, finds) a turn; `result` shapes a turn the way
+It holds the configured AgentBackends (A2A and ACP), the SessionStore, each agent's Lane and the
+LiveTurns of this process. `begin` starts (or, for a retried `message_id`, finds) a turn; `result` shapes a turn the way
 invoke_agent returns it (kagent's fields); `render` shapes it as a task. Rules: no MCP methods or
 tool schemas (gateway.agent_tools); backends only through the AgentBackend protocol.
 """
@@ -19,6 +18,7 @@ from typing import Any
 
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.a2a_backend import A2ABackend
+from mcp_agent_kit.gateway.acp_backend import AcpBackend
 from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
 from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, Lane, LiveTurn, seal_id
 from mcp_agent_kit.gateway.agents_config import AgentSpec
@@ -68,9 +68,8 @@ class Unavailable:
         return None
 
 
-# agent kind -> its AgentBackend; a kind this build cannot drive is listed as Unavailable. The ACP
-# backend, when it lands, is one more row: "acp": AcpBackend.
-KINDS: dict[str, Callable[[AgentSpec], ab.AgentBackend]] = {"a2a": A2ABackend}
+# agent kind -> its AgentBackend; a kind this build cannot drive is listed as Unavailable.
+KINDS: dict[str, Callable[[AgentSpec], ab.AgentBackend]] = {"a2a": A2ABackend, "acp": AcpBackend}
 
 
 def make_backend(spec: AgentSpec) -> ab.AgentBackend:
@@ -157,7 +156,7 @@ class AgentService:
         """Start the turn invoke_agent asks for (or find the one a retried message_id started)."""
         try:
             return self._begin(principal, arguments)
-        except StoreFull as exc:
+        except (StoreFull, ab.SessionRefused) as exc:
             raise ServiceError(str(exc)) from None
 
     def _begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:

@@ -208,6 +208,8 @@ class AgentTools:
                     raise ServiceError(f"agent {source['agent']} could not fork the session")
                 return native
             session, _ = service.store.create_session(ctx.principal, source["agent"], make, key)
+        elif service.specs[source["agent"]].kind == "acp":
+            raise ServiceError(f"agent {source['agent']} cannot fork sessions: it does not advertise session/fork")
         else:  # A2A: a new contextId whose first message points at the history through the checkpoint
             refs = json.loads(checkpoint["refs"])
             session, _ = service.store.create_session(ctx.principal, source["agent"], backend.new_session, key, refs)

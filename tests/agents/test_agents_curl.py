@@ -187,7 +187,7 @@ def test_a_down_agent_is_not_ready_and_the_rest_keep_working(agent_url: str,
     run = gateway_of(config)
     agents = {a["name"]: a for a in run.call("list_agents", {})["structuredContent"]["agents"]}
     assert agents["down"]["ready"] is False and "unreachable" in agents["down"]["reason"]
-    assert agents["claude"]["ready"] is False and "ACP backend not available" in agents["claude"]["reason"]
+    assert agents["claude"]["ready"] is False and "not found" in agents["claude"]["reason"]
     assert agents["my-first-agent"]["ready"] is True
     only_dev = run.call("list_agents", {"namespace": "dev", "page_size": 1})["structuredContent"]
     assert [a["name"] for a in only_dev["agents"]] == ["claude"] and only_dev["next_page_token"]

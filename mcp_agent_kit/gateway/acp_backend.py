@@ -1,0 +1,295 @@
+"""gateway.acp_backend: an ACP v1 agent as an AgentBackend — a session is an ACP session, a turn one `session/prompt`.
+
+One agent process per configured entry, spawned on first use (`AcpAgent.spawn` + `initialize`),
+stopped once it has been idle for the entry's `idle` seconds, and started again by the next turn
+(acp.client respawns it and restores the session with `session/load` where the agent supports
+it). A turn runs on its own thread: `session/update`s become progress text (the agent's text so
+far, its plan, its tool activity); a `session/request_permission` is answered by the entry's
+`approve` policy — `all` allows, `reads` allows read-only tool kinds and asks about the rest,
+`ask` asks — and asking pauses the turn with a Question whose payload is the permission options
+(the prompt stays open until the answer, a cancel or the turn's timeout). An agent that dies
+mid-turn fails that turn with a clear message; the next turn starts a fresh process. Rules:
+speaks ACP through mcp_agent_kit.acp only; knows no MCP, no store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_agent_kit.acp import events as ev
+from mcp_agent_kit.acp.client import AcpAgent, Timeouts
+from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
+from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.session import Session
+from mcp_agent_kit.gateway import agent_backend as ab
+from mcp_agent_kit.gateway.agents_config import AgentSpec
+from mcp_agent_kit.wire import acp as wire
+
+log = logging.getLogger("mcp_agent_kit.gateway")
+IDLE_CHECK_S = 1.0
+# ACP stopReason -> the turn's A2A state (anything else the agent ends with is a completed turn)
+STOP_STATES = {wire.CANCELLED: ab.CANCELED, wire.REFUSAL: ab.REJECTED}
+
+
+@dataclass
+class _Turn:
+    """The running prompt of one session: where it reports and, while paused, the answer it waits for."""
+
+    turn_id: str
+    sink: ab.TurnSink | None
+    text: list[str] = field(default_factory=list)
+    answered: threading.Event = field(default_factory=threading.Event)
+    choice: PermissionOption | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def report(self, call: Callable[[ab.TurnSink], None]) -> None:
+        """Report to the current sink; nothing is reported while the turn is paused (no one reads it)."""
+        with self.lock:
+            sink = self.sink
+        if sink is not None:
+            call(sink)
+
+
+def _option_json(option: PermissionOption) -> dict[str, str]:
+    return {"optionId": option.option_id, "name": option.name, "kind": option.kind}
+
+
+def progress_of(event: ev.Event, said: str, calls: dict[str, dict[str, Any]]) -> str | None:
+    """Readable progress for one update (None: nothing worth telling); `calls` are the session's merged tool calls."""
+    if isinstance(event, ev.AgentMessageChunk):
+        return said or None
+    if isinstance(event, ev.Plan):
+        marks = {"completed": "[x]", "in_progress": "[>]"}
+        return "Plan: " + "; ".join(f"{marks.get(str(e.get('status')), '[ ]')} {e.get('content', '')}"
+                                    for e in event.entries)
+    if isinstance(event, ev.ToolCall):
+        merged = calls.get(event.tool_call_id, {})
+        what, status = event.title or merged.get("title") or f"tool call {event.tool_call_id}", merged.get("status")
+        return f"Tool: {what}" + (f" ({status})" if status else "")
+    return None
+
+
+class AcpBackend:
+    """One ACP agent (see the module docstring)."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        self.spec = spec
+        self.agent: AcpAgent | None = None
+        self.error: str | None = None
+        self.sessions: dict[str, Session] = {}  # gateway session id -> its ACP session (whose id may change)
+        self.turns: dict[str, _Turn] = {}  # gateway session id -> its running turn
+        self.ended_paused: dict[str, tuple[str, ab.TurnEnd]] = {}  # session -> (turn id, how it ended unseen)
+        self.last_used = time.monotonic()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._idle_watch, name=f"acp-idle-{spec.ref}", daemon=True).start()
+
+    # ---- the process ---------------------------------------------------------------------------
+    def _command_found(self) -> bool:
+        command = self.spec.command
+        return os.path.isfile(command) if os.sep in command else shutil.which(command) is not None
+
+    def _agent(self) -> AcpAgent:
+        """The running agent, spawned and initialized on first use (a dead one is respawned by acp.client)."""
+        with self._lock:
+            self.last_used = time.monotonic()
+            if self.agent is not None:
+                return self.agent
+            try:
+                agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
+                                       cwd=self.spec.cwd, policy=self, log=log.info,
+                                       timeouts=Timeouts(turn=self.spec.timeout, permission=self.spec.timeout))
+                try:
+                    agent.initialize()
+                except AcpError:
+                    agent.close()
+                    raise
+            except AcpError as exc:
+                self.error = f"agent {self.spec.ref} could not be started: {exc}"
+                raise AcpError(self.error) from None
+            self.agent, self.error = agent, None
+            return agent
+
+    def _idle_watch(self) -> None:
+        while not self._closed.wait(IDLE_CHECK_S):
+            with self._lock:
+                agent = self.agent
+                idle = not self.turns and time.monotonic() - self.last_used > self.spec.idle
+            if agent is not None and idle and agent.running:
+                log.info("agent %s idle for %gs: stopping its process", self.spec.ref, self.spec.idle)
+                agent.close()  # the next turn respawns it and loads the session
+
+    def refresh(self) -> None:
+        return None  # spawned lazily: readiness is whether the command can be started
+
+    def info(self) -> ab.AgentInfo:
+        agent, error = self.agent, self.error
+        described = agent.info.agent_info if agent is not None and agent.info is not None else None
+        description = self.spec.description or str((described or {}).get("title") or "")
+        can_fork = agent is not None and agent.session_capability("fork")
+        if error is None and agent is None and not self._command_found():
+            error = f"agent {self.spec.ref}: command {self.spec.command!r} not found"
+        return ab.AgentInfo(description, [], error is None, error or "", can_fork)
+
+    # ---- sessions ------------------------------------------------------------------------------
+    def _cwd(self) -> str:
+        return self.spec.cwd or os.getcwd()
+
+    def new_session(self) -> str:
+        try:
+            session = self._agent().new_session(self._cwd())
+        except AcpError as exc:
+            raise ab.SessionRefused(str(exc)) from None
+        with self._lock:
+            self.sessions[session.id] = session
+        return session.id
+
+    def _session(self, gateway_id: str) -> Session:
+        """The ACP session behind a gateway session (after a gateway restart: loaded where supported)."""
+        agent = self._agent()
+        with self._lock:
+            found = self.sessions.get(gateway_id)
+        if found is not None:
+            return found
+        if agent.capability("loadSession") is True:
+            session = agent.load_session(gateway_id, self._cwd())
+        else:
+            raise AcpError(f"agent {self.spec.ref} lost session {gateway_id} (it was restarted and does not "
+                           f"support session/load); start a new session")
+        with self._lock:
+            self.sessions[gateway_id] = session
+        return session
+
+    # ---- turns ---------------------------------------------------------------------------------
+    def start_turn(self, session: str, message: str, message_id: str, references: list[str],
+                   sink: ab.TurnSink) -> None:
+        turn = _Turn(str(uuid.uuid4()), sink)
+        with self._lock:
+            self.turns[session] = turn
+        threading.Thread(target=self._run, args=(session, message, turn), name=f"acp-turn-{self.spec.ref}",
+                         daemon=True).start()
+
+    def _run(self, gateway_id: str, message: str, turn: _Turn) -> None:
+        turn.report(lambda s: s.started(turn.turn_id, gateway_id))
+        end: ab.TurnEnd
+        try:
+            session = self._session(gateway_id)
+            result = session.run(message, timeout=self.spec.timeout, on_event=lambda e: self._event(turn, session, e))
+            end = ab.TurnEnd(STOP_STATES.get(result.stop_reason, ab.COMPLETED), result.text)
+        except AgentCrashed as exc:
+            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} died during the turn ({exc}); the next turn "
+                                        f"starts it again")
+        except AcpError as exc:
+            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}")
+        except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
+            log.warning("agent %s: %r", self.spec.ref, exc)
+            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}")
+        with self._lock:
+            if self.turns.get(gateway_id) is turn:
+                del self.turns[gateway_id]
+            self.last_used = time.monotonic()
+            if turn.sink is None:  # it ended while paused (the agent died, the question timed out): tell the answer
+                self.ended_paused[gateway_id] = (turn.turn_id, end)
+        turn.report(lambda s: s.ended(end))
+
+    def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
+        if isinstance(event, ev.AgentMessageChunk):
+            turn.text.append(event.text)
+        said = progress_of(event, "".join(turn.text), session.tool_calls)
+        if said:
+            turn.report(lambda s: s.progress(said))
+
+    def _turn_of(self, acp_session_id: str) -> tuple[str, _Turn] | None:
+        with self._lock:
+            for gateway_id, session in self.sessions.items():
+                if session.id == acp_session_id and gateway_id in self.turns:
+                    return gateway_id, self.turns[gateway_id]
+        return None
+
+    # ---- the permission policy (acp.client calls it on its own thread) -------------------------
+    def decide(self, request: PermissionRequest) -> PermissionOption | None:
+        if SELF_APPROVES[self.spec.approve](request):
+            return request.allow()
+        found = self._turn_of(request.session_id)
+        if found is None:
+            return request.reject()
+        _, turn = found
+        title = request.title or "a tool call"
+        question = ab.Question(key=f"permission-{request.tool_call_id or uuid.uuid4()}",
+                               message=f"The agent asks permission for: {title}",
+                               payload={"options": [_option_json(o) for o in request.options]})
+        with turn.lock:
+            sink, turn.sink, turn.choice = turn.sink, None, None
+            turn.answered.clear()
+        if sink is not None:
+            sink.ended(ab.TurnEnd(ab.INPUT_REQUIRED, question.message, question))
+        turn.answered.wait(self.spec.timeout)
+        return turn.choice
+
+    def answer(self, session: str, turn_id: str, question: ab.Question, action: str, content: dict[str, Any],
+               sink: ab.TurnSink) -> None:
+        with self._lock:
+            turn = self.turns.get(session)
+            unseen = self.ended_paused.pop(session, None)
+        if turn is None or turn.turn_id != turn_id:
+            if unseen is not None and unseen[0] == turn_id:
+                sink.ended(unseen[1] if unseen[1].state != ab.COMPLETED else ab.TurnEnd(
+                    ab.FAILED, f"agent {self.spec.ref} ended the turn before the answer came: {unseen[1].text}"))
+                return
+            sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: the paused turn is gone (the agent or the "
+                                             f"gateway was restarted)"))
+            return
+        options = {str(o.get("optionId")): PermissionOption(str(o.get("optionId")), str(o.get("name")),
+                                                            str(o.get("kind")))
+                   for o in question.payload.get("options", []) if isinstance(o, dict)}
+        reject = next((o for o in options.values() if o.kind in (wire.REJECT_ONCE, wire.REJECT_ALWAYS)), None)
+        choices = {"accept": options.get(str(content.get("response"))), "decline": reject, "cancel": None}
+        with turn.lock:
+            turn.choice, turn.sink = choices[action], sink
+            turn.answered.set()
+
+    def cancel(self, session: str, turn_id: str) -> None:
+        with self._lock:
+            acp_session, turn = self.sessions.get(session), self.turns.get(session)
+        if acp_session is None or turn is None or turn.turn_id != turn_id:
+            return
+        acp_session.cancel()  # `session/cancel`; a pending permission question is answered cancelled
+        turn.answered.set()
+
+    def fork(self, session: str, through_turn: str) -> str | None:
+        try:
+            return self._fork(session)
+        except AcpError as exc:
+            raise ab.SessionRefused(str(exc)) from None
+
+    def _fork(self, session: str) -> str | None:
+        agent = self._agent()
+        if not agent.session_capability("fork"):
+            return None
+        acp_session = self._session(session)
+        result = agent.call("session/fork", {"sessionId": acp_session.id, "cwd": acp_session.cwd,
+                                             "mcpServers": acp_session.mcp_servers})
+        fork_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(fork_id, str):
+            return None
+        forked = agent.load_session(fork_id, acp_session.cwd) if agent.capability("loadSession") is True else None
+        if forked is None:
+            return None
+        with self._lock:
+            self.sessions[fork_id] = forked
+        return fork_id
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            agent, self.agent = self.agent, None
+        if agent is not None:
+            agent.close()
