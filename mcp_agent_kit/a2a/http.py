@@ -158,8 +158,6 @@ class A2ARequestHandler(Handler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers.items():
             self.send_header(name.replace("_", "-"), value)
-        if self.close_connection:  # say so: a client must not send its next request on this connection
-            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)

@@ -34,6 +34,7 @@ class Handler(BaseHTTPRequestHandler):
         self.headers = request.headers  # type: ignore[assignment]
         self.close_connection = not request.keep_alive
         self.body_complete = request.complete
+        self._connection_sent = False
 
     @classmethod
     def serve(cls, server: Any) -> Any:
@@ -45,6 +46,18 @@ class Handler(BaseHTTPRequestHandler):
             return not handler.close_connection
 
         return app
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "connection":
+            self._connection_sent = True
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        """A response after which the connection closes says so (RFC 9112 §9.6): a keep-alive client
+        must not send its next request on it."""
+        if self.close_connection and not self._connection_sent:
+            self.send_header("Connection", "close")
+        super().end_headers()
 
     def run(self) -> None:
         method = getattr(self, "do_" + self.command, None)

@@ -167,8 +167,6 @@ class McpRequestHandler(Handler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        if self.close_connection:  # say so: a client must not send its next request on this connection
-            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)

@@ -122,3 +122,17 @@ class SdkAuthorizationServer:
     def close(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+def protected_server() -> Any:
+    """The MCP server the OAuth tests protect: one tool, `whoami`, that says its text back."""
+    from mcp_agent_kit import Server
+
+    server = Server("protected")
+
+    @server.tool
+    def whoami(text: str) -> str:
+        "Say it back."
+        return text
+
+    return server

@@ -22,6 +22,7 @@ import pytest
 
 from mcp_agent_kit.client import Client
 from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth
+from tests.auth.sdk_as import protected_server
 from tests.net import free_port, wait_listening
 
 SERVER = Path(__file__).with_name("sdk_protected_server.py")
@@ -120,19 +121,13 @@ def test_a_token_near_expiry_is_refreshed_and_never_logged(short_lived: str, cap
 
 
 def test_both_halves_our_client_logs_in_to_our_server_through_the_sdk_authorization_server() -> None:
-    from mcp_agent_kit import Server
     from mcp_agent_kit.auth.settings import OAuthSettings
     from mcp_agent_kit.client.channel import PeerError
     from tests.auth.sdk_as import SdkAuthorizationServer
     from tests.http.conftest import start
 
     authority = SdkAuthorizationServer()
-    server = Server("protected")
-
-    @server.tool
-    def whoami(text: str) -> str:
-        "Say it back."
-        return text
+    server = protected_server()
 
     running = start(server.dispatcher, oauth=OAuthSettings(issuer=authority.issuer, jwks_url=authority.issuer + "jwks",
                                                            scopes=("mcp:tools",)))

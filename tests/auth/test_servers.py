@@ -18,12 +18,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from mcp_agent_kit import Server
 from mcp_agent_kit.a2a.engine import TaskEngine
 from mcp_agent_kit.a2a.http import A2AServer
 from mcp_agent_kit.auth.settings import OAuthSettings
 from tests.a2a.conftest import METRICS, call, user_message
 from tests.auth.fake_as import FakeAuthorizationServer
+from tests.auth.sdk_as import protected_server
 from tests.http.conftest import Running, start
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,12 +38,7 @@ def auth_server() -> Iterator[FakeAuthorizationServer]:
 
 @pytest.fixture
 def mcp(auth_server: FakeAuthorizationServer) -> Iterator[Running]:
-    server = Server("protected")
-
-    @server.tool
-    def whoami(text: str) -> str:
-        "Say it back."
-        return text
+    server = protected_server()
 
     running = start(server.dispatcher, oauth=OAuthSettings(issuer=auth_server.issuer, scopes=("mcp:tools",)))
     yield running
@@ -228,12 +223,7 @@ def test_the_official_client_logs_in_through_a_real_authorization_server_and_cal
     from tests.auth.sdk_as import SdkAuthorizationServer
 
     authority = SdkAuthorizationServer()
-    server = Server("protected")
-
-    @server.tool
-    def whoami(text: str) -> str:
-        "Say it back."
-        return text
+    server = protected_server()
 
     settings = OAuthSettings(issuer=authority.issuer, jwks_url=authority.issuer + "jwks", scopes=("mcp:tools",))
     running = start(server.dispatcher, oauth=settings)
