@@ -35,6 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"client", "wire", "auth"},
     # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
     "auth": {"auth"},
+    # Records that outlive a request, for one or many replicas: no protocol, nothing of ours.
+    "store": {"store"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "a2a",  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
