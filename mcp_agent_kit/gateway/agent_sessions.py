@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS turns(
 CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, seq);
 CREATE TABLE IF NOT EXISTS checkpoints(
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, principal TEXT NOT NULL, head_task_id TEXT NOT NULL,
-  history_sequence INTEGER NOT NULL, refs TEXT NOT NULL, created TEXT NOT NULL, request_id TEXT);
+  history_sequence INTEGER NOT NULL, refs TEXT NOT NULL, created TEXT NOT NULL, request_id TEXT, snapshot TEXT);
 CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_key ON checkpoints(principal, request_id);
 """
 
@@ -74,6 +74,8 @@ class SessionStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            if "snapshot" not in {row[1] for row in self._db.execute("PRAGMA table_info(checkpoints)")}:
+                self._db.execute("ALTER TABLE checkpoints ADD COLUMN snapshot TEXT")  # a file from before snapshots
             self._db.execute("UPDATE turns SET status='failed', state='TASK_STATE_FAILED', text=?, message=?, "
                              "updated=? WHERE status='working'", (RESTARTED, RESTARTED, now()))
             found = self._db.execute("SELECT value FROM meta WHERE key='secret'").fetchone()
@@ -194,18 +196,26 @@ class SessionStore:
 
     # ---- checkpoints ------------------------------------------------------------------------------
     def add_checkpoint(self, session_id: str, principal: str | None, head: dict[str, Any], refs: list[str],
-                       request_id: str | None) -> tuple[dict[str, Any], bool]:
+                       request_id: str | None, make_snapshot: Callable[[], str | None] | None = None
+                       ) -> tuple[dict[str, Any], bool]:
+        """(the checkpoint, True) — or (the one made earlier under request_id, False; make_snapshot is not
+        called). make_snapshot: the native copy of the session now (an ACP fork), kept as `snapshot`."""
         owner = _principal(principal)
+        earlier = "SELECT * FROM checkpoints WHERE principal=? AND request_id=?"
+        if request_id is not None:
+            row = self._one(earlier, (owner, request_id))
+            if row is not None:
+                return row, False
+        snapshot = make_snapshot() if make_snapshot is not None else None  # slow (the agent): outside the lock
         with self._lock:
-            if request_id is not None:
-                row = self._db.execute("SELECT * FROM checkpoints WHERE principal=? AND request_id=?",
-                                       (owner, request_id)).fetchone()
-                if row is not None:
-                    return dict(row), False
             checkpoint_id = str(uuid.uuid4())
-            self._db.execute("INSERT INTO checkpoints VALUES(?,?,?,?,?,?,?,?)", (
-                checkpoint_id, session_id, owner, head["agent_task_id"], head["seq"], json.dumps(refs), now(),
-                request_id))
+            try:
+                self._db.execute("INSERT INTO checkpoints(id, session_id, principal, head_task_id, history_sequence, "
+                                 "refs, created, request_id, snapshot) VALUES(?,?,?,?,?,?,?,?,?)", (
+                                     checkpoint_id, session_id, owner, head["agent_task_id"], head["seq"],
+                                     json.dumps(refs), now(), request_id, snapshot))
+            except sqlite3.IntegrityError:  # a concurrent retry with the same request_id won the race
+                return dict(self._db.execute(earlier, (owner, request_id)).fetchone()), False
             row = self._db.execute("SELECT * FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
         return dict(row), True
 
