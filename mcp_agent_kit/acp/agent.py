@@ -123,8 +123,8 @@ class Agent:
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
                  store: SessionStore | None = None, prompt_capabilities: dict[str, bool] | None = None,
-                 mcp_capabilities: dict[str, bool] | None = None, request_timeout: float = 60.0, permission_timeout: float = 600.0,
-                 max_line: int = 16 << 20) -> None:
+                 mcp_capabilities: dict[str, bool] | None = None, request_timeout: float = 60.0,
+                 permission_timeout: float = 600.0, max_line: int = 16 << 20) -> None:
         """prompt_capabilities: which extra content blocks prompts may carry ({"image": True, ...});
         mcp_capabilities: which MCP server transports besides stdio sessions may be handed ({"http": True});
         request_timeout / permission_timeout bound every wait for the client (seconds)."""

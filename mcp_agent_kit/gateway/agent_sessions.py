@@ -8,7 +8,8 @@ also keeps the secret that seals task ids, so ids survive a restart. On open, a 
 `working` when the process died is marked failed (a paused turn keeps its question: the agent
 still holds it). Rules: plain rows in and out; every lookup is scoped to the principal; one
 connection behind one lock; the file is created owner-only; at most `max_sessions` sessions per
-principal and `max_turns` turns per session (StoreFull beyond).
+principal and `max_turns` turns per session (StoreFull beyond). `sweep` deletes sessions (their turns,
+checkpoints and idempotency keys) last used before a cutoff, never one with a working turn.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import secrets
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from mcp_agent_kit.core.task_table import now
@@ -227,3 +228,27 @@ class SessionStore:
     def checkpoints(self, session_id: str, principal: str | None, after: str, limit: int) -> list[dict[str, Any]]:
         return self._all("SELECT rowid AS pos, * FROM checkpoints WHERE session_id=? AND principal=? AND rowid>? "
                          "ORDER BY rowid LIMIT ?", (session_id, _principal(principal), int(after or 0), limit))
+
+    # ---- retention ---------------------------------------------------------------------------------
+    def sweep(self, cutoff: str, keep: Collection[str] = ()) -> list[str]:
+        """Delete the sessions last used (created, a turn updated, a checkpoint taken) before `cutoff` (a
+        timestamp as `now()` writes them), except those in `keep` and any with a working turn; their ids."""
+        with self._lock:
+            if self._closed:
+                return []
+            rows = self._db.execute(
+                "SELECT s.id FROM sessions s WHERE MAX(s.created, "
+                "COALESCE((SELECT MAX(updated) FROM turns t WHERE t.session_id=s.id), ''), "
+                "COALESCE((SELECT MAX(created) FROM checkpoints c WHERE c.session_id=s.id), '')) < ? "
+                "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id=s.id AND t.status='working')",
+                (cutoff,)).fetchall()
+            gone = [row[0] for row in rows if row[0] not in keep]
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table, column in (("turns", "session_id"), ("checkpoints", "session_id"), ("sessions", "id")):
+                    self._db.executemany(f"DELETE FROM {table} WHERE {column}=?", [(g,) for g in gone])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return gone

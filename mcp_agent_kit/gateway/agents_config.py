@@ -6,8 +6,9 @@ kind: `a2a` (the agent's base URL or its card URL) or `acp` (an object: `command
 like the gateway's own section — `{"command", "args", "env"}` (stdio) or `{"url", "headers", "type":
 "http"|"sse"}` — and becomes ACP's McpServer array (env and headers as `[{name, value}]`), handed on
 `session/new`, `session/load` and `session/fork`. Entry-level `max_concurrent` (turns at once) and
-`timeout` (seconds one turn may take) apply to both kinds. Rules: plain data in, frozen specs out;
-a malformed entry is one ConfigError naming it; no I/O, no clients.
+`timeout` (seconds one turn may take) apply to both kinds. The top-level `agentSessions` object holds the
+session retention, `{"maxAgeDays": N}`: sessions not used for N days are deleted (default: kept).
+Rules: plain data in, frozen specs out; a malformed entry is one ConfigError naming it; no I/O, no clients.
 """
 
 from __future__ import annotations
@@ -178,3 +179,20 @@ def parse_agents(data: Any) -> dict[str, AgentSpec]:
             raise ConfigError(f"agent {key!r}: {spec.ref} is configured twice")
         out[spec.ref] = spec
     return out
+
+
+_RETENTION_KEYS = frozenset({"maxAgeDays"})
+DAY_S = 86400.0
+
+
+def parse_retention(data: Any) -> float | None:
+    """Seconds a session may go unused before it is deleted (`agentSessions.maxAgeDays`), None: kept forever."""
+    section = data.get("agentSessions") if isinstance(data, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict) or set(section) - _RETENTION_KEYS:
+        raise ConfigError('"agentSessions" must be an object with only "maxAgeDays" (days a session may go unused '
+                          'before it is deleted)')
+    if "maxAgeDays" not in section:
+        return None
+    return _number(section["maxAgeDays"], '"agentSessions": maxAgeDays', 0.01, 36500) * DAY_S
