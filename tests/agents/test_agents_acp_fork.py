@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -203,3 +204,41 @@ def test_the_raw_kagent_shaped_flow_against_an_acp_agent(tmp_path: Path,
     assert _recall(run, fork["session"]["id"]) == BEFORE + "what did I say before?"
     # the official client, in the same gateway: a task it answers through tasks/update
     assert asyncio.run(_task_answered(run.url)).structured_content["text"] == "Echo: sdk says hi\nFile: written."
+
+
+def _doc_section() -> list[Any]:
+    from tests.agents.test_agents_docs import DOC
+    from tests.test_docs import blocks
+
+    section = DOC.read_text(encoding="utf-8").split("## ACP checkpoints, forks and MCP servers", 1)[1]
+    return [json.loads(b.body) for b in blocks(section.split("\n## ", 1)[0]) if b.lang == "json"]
+
+
+def test_the_documented_session_fork_is_what_the_acp_agent_takes(tmp_path: Path) -> None:
+    from mcp_agent_kit.acp.client import AcpAgent
+    from tests.agents.test_agents_acp import ECHO
+    from tests.agents.test_agents_docs import matches
+
+    request, reply, _, _ = _doc_section()
+    with AcpAgent.spawn(sys.executable, [str(ECHO)],
+                        env={"ACP_ECHO_AGENT_DIR": str(tmp_path / "acp")}) as agent:
+        agent.initialize()
+        assert agent.session_capability("fork")
+        source = agent.new_session(str(tmp_path))
+        params = {**request["params"], "sessionId": source.id, "cwd": str(tmp_path)}
+        result = agent.call(request["method"], params)
+    assert not matches(reply["result"], result), matches(reply["result"], result)
+    assert result["sessionId"] != source.id
+
+
+def test_the_documented_mcp_servers_are_the_wire(tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    from mcp_agent_kit.gateway.agents_config import parse_agents
+
+    _, _, documented, wire = _doc_section()
+    assert list(parse_agents(documented)["dev/echo"].mcp_servers) == wire
+    config = _config(tmp_path, "all")
+    config["agents"]["dev/echo"]["acp"]["mcpServers"] = documented["agents"]["dev/echo"]["acp"]["mcpServers"]
+    config["agents"]["dev/echo"]["acp"]["env"]["ACP_ECHO_AGENT_MCP_HTTP"] = "1"
+    run = gateway_of(config)
+    said = run.call("invoke_agent", {"agent": AGENT, "message": "mcp servers?"})["structuredContent"]["text"]
+    assert json.loads(said.removeprefix("MCP servers: ")) == wire

@@ -3,6 +3,7 @@ idempotency keys, at start and periodically; a running turn's session never is. 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,3 +90,12 @@ def test_bad_retention_names_the_key(section: Any, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         parse_retention({"agentSessions": section})
     assert parse_retention({}) is None and parse_retention({"agentSessions": {"maxAgeDays": 1}}) == DAY_S
+
+
+def test_the_documented_retention_parses() -> None:
+    from tests.agents.test_agents_docs import DOC
+    from tests.test_docs import blocks
+
+    (documented,) = (json.loads(b.body) for b in blocks(DOC.read_text(encoding="utf-8"))
+                     if b.lang == "json" and '"agentSessions"' in b.body)
+    assert parse_retention(documented) == 30 * DAY_S
