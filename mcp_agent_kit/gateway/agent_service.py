@@ -101,6 +101,7 @@ class AgentService:
         self.backends = backends if backends is not None else {ref: make_backend(s) for ref, s in specs.items()}
         self.lanes = {ref: Lane(spec.max_concurrent) for ref, spec in specs.items()}
         self.live: dict[str, LiveTurn] = {}
+        self.on_change: Callable[[LiveTurn], None] | None = None  # a turn's task view changed (agent_tools pushes)
         self._lock = threading.Lock()
         self._closed = threading.Event()
 
@@ -157,13 +158,21 @@ class AgentService:
         with self._lock:
             live = self.live.get(row["id"])
             if live is None:
-                live = LiveTurn(self.store, row, self._run_ended)
+                live = LiveTurn(self.store, row, self._run_ended, self._changed)
                 question = row.get("question")
                 if question:
                     live.question = ab.Question(**json.loads(question))
                 if not live.finished:
                     self.live[row["id"]] = live
             return live
+
+    def _changed(self, live: LiveTurn) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(live)
+        except Exception as exc:  # a push is best effort: the turn goes on
+            log.warning("pushing task %s failed: %r", live.id, exc)
 
     def _run_ended(self, live: LiveTurn) -> None:
         if live.finished:
@@ -179,6 +188,7 @@ class AgentService:
         with live.cond:
             live.status, live.question, live.end = "cancelled", None, ab.TurnEnd(ab.CANCELED, message)
             live.cond.notify_all()
+        self._changed(live)
         with self._lock:
             self.live.pop(live.id, None)
 

@@ -96,7 +96,16 @@ class AgentTools:
         for name, (description, properties, required) in SCHEMAS.items():
             schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
             server.add_tool(_guarded(handlers[name]), name=name, description=description, input_schema=schema)
-        server.dispatcher.extension("tasks").add_source(self)
+        tasks = server.dispatcher.extension("tasks")
+        tasks.add_source(self)
+        self.service.on_change = lambda live: self._push(tasks, live)
+
+    def _push(self, tasks: Any, live: Any) -> None:
+        """A turn changed: its task, as tasks/get shows it, to the owner's listens on its id (notifications/tasks)."""
+        row = self.service.store.turn(live.id, live.principal)
+        if row is not None:
+            snapshot = self.service.render(row, live.principal)
+            tasks.notify(snapshot["taskId"], live.principal, snapshot)
 
     # ---- tools --------------------------------------------------------------------------------------
     def list_agents(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
