@@ -107,7 +107,7 @@ def gateway_parser() -> Parser:
 def main_gateway(argv: list[str]) -> int:
     args = gateway_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
-    from mcp_agent_kit.gateway.agents_config import parse_agents
+    from mcp_agent_kit.gateway.agents_config import parse_agents, parse_retention
     from mcp_agent_kit.gateway.config import ConfigError, load_document, parse_config
     from mcp_agent_kit.gateway.merged import Gateway
 
@@ -118,6 +118,7 @@ def main_gateway(argv: list[str]) -> int:
         document = load_document(args.config)
         config = parse_config(document)
         agents = parse_agents(document)
+        retention = parse_retention(document)
     except ConfigError as exc:
         problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
         return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries'
@@ -126,7 +127,7 @@ def main_gateway(argv: list[str]) -> int:
     oauth = oauth_settings(args)
     if oauth is not None and not args.http:
         return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
-    service = _agent_service(agents, args) if agents else None
+    service = _agent_service(agents, args, retention) if agents else None
     try:
         gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
     except ConfigError as exc:
@@ -151,7 +152,7 @@ def main_gateway(argv: list[str]) -> int:
         gateway.close()
 
 
-def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
+def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None) -> Any:
     """The agents' service over their session store (a CLI error when the store cannot be opened)."""
     import sqlite3
 
@@ -164,4 +165,4 @@ def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
     except (OSError, sqlite3.Error) as exc:
         raise CliError(f"cannot open the session store {path}: {exc}",
                        "give a writable file with --sessions FILE") from exc
-    return AgentService(agents, store)
+    return AgentService(agents, store, max_age=max_age)
