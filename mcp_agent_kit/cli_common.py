@@ -288,11 +288,11 @@ def store_from_args(args: Any) -> StoreOptions:
     secret, and a round or task id one replica handed out would be refused by the others)."""
     from mcp_agent_kit.store import StoreError, open_store
 
-    url = getattr(args, "store", None)
+    url: str | None = getattr(args, "store", None)
+    scheme = "" if url is None else url.split(":", 1)[0].lower()
     secret = _read_secret(getattr(args, "secret_file", None))
-    shared = url is not None and url.split(":", 1)[0].lower() in ("sqlite", "postgresql", "postgres")
-    if shared and secret is None:
-        raise CliError(f"--store {url.split(':', 1)[0]}: needs the secret all replicas share (a per-process "
+    if scheme in ("sqlite", "postgresql", "postgres") and secret is None:
+        raise CliError(f"--store {scheme}: needs the secret all replicas share (a per-process "
                        "random secret would break the rounds and task ids other replicas hand out)",
                        f"give --secret-file FILE or set ${SECRET_ENV} (at least {MIN_SECRET_BYTES} bytes)", USAGE)
     try:
