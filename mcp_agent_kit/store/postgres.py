@@ -43,6 +43,11 @@ NOTIFY_CHANNEL = "mcp_agent_kit"
 NOTIFY_MAX = 7000  # bytes of channel + payload (PostgreSQL's limit is 8000)
 MIGRATION_LOCK = 0x6D63_706B  # pg_advisory_xact_lock key for schema changes ("mcpk")
 
+CONNECT_DEFAULTS: dict[str, str | int] = {
+    "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "mcp-agent-kit", "options": "-c statement_timeout=60s",
+    "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+}
+
 _TEXT = 'TEXT COLLATE "C" NOT NULL'
 # version -> the statements that bring the schema from version - 1 to it (an ordered table; append only)
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -98,6 +103,13 @@ class PostgresStore:
         self._dsn = url
         self.url = redacted(url)
         self._password = _password_of(url)
+        try:
+            given = self._psycopg.conninfo.conninfo_to_dict(url)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"bad PostgreSQL URL {self.url}: {self._scrub(exc)}") from None
+        # Every wait bounded: connecting, each statement, and a peer that vanished without a word
+        # (TCP keepalives). The URL's own settings win.
+        self._extra = {name: value for name, value in CONNECT_DEFAULTS.items() if name not in given}
         self._idle: queue.LifoQueue[tuple[psycopg.Connection[Any], float]] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(POOL_SIZE)
         self._lock = threading.Lock()
@@ -115,8 +127,7 @@ class PostgresStore:
 
     # ---- connections ----------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] = self._psycopg.connect(
-            self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="mcp-agent-kit")
+        conn: psycopg.Connection[Any] = self._psycopg.connect(self._dsn, autocommit=True, **self._extra)
         return conn
 
     @contextmanager

@@ -122,3 +122,17 @@ def test_pooled_connections_that_died_are_replaced(pg_url: str, monkeypatch: pyt
         assert store.get("k", "a") is not None  # the dead one is noticed and replaced, no error
     finally:
         store.close()
+
+
+def test_every_wait_is_bounded_unless_the_url_says_otherwise(pg_url: str) -> None:
+    def settings(url: str) -> tuple[str, str]:
+        store = open_store(url)
+        try:
+            with store._conn() as conn:  # type: ignore[attr-defined]
+                row = conn.execute("SELECT current_setting('statement_timeout'), "
+                                   "current_setting('application_name')").fetchone()
+                return (row[0], row[1])
+        finally:
+            store.close()
+    assert settings(pg_url) == ("1min", "mcp-agent-kit")
+    assert settings(pg_url + "?options=-c%20statement_timeout%3D5s&application_name=mine") == ("5s", "mine")
