@@ -190,7 +190,8 @@ class TaskMirror:
                         body = self._body(task, stored.body.get("inbox") or {})
                     if end is not None:
                         status, fields = end
-                        body.update(status=status, pending={}, **{k: v for k, v in fields.items() if k in body})
+                        body.update({k: v for k, v in fields.items() if k in body})
+                        body.update(status=status, pending={})
                         if "error" in fields and fields["error"] is not None:
                             body["error"] = self.encode_error(fields["error"])
                         body["updated"] = now()
