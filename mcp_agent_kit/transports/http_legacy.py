@@ -44,6 +44,7 @@ class Session:
         self.conn = Connection(era=mcp.LEGACY, principal=principal, can_request=True)
         self.conn.key = id_  # its 2025-11-25 tasks are the session's on every replica (core.task_mirror)
         self.last_used = self.checked = time.monotonic()
+        self.saved = False  # its record is in the store (written here, or read from there)
         self.closed = threading.Event()
         self.stream: Exchange | None = None
         self.pending: dict[Any, Future[dict[str, Any]]] = {}
@@ -141,6 +142,7 @@ class Sessions:
                     self.store.update(record._replace(order=stored.order))
         except StoreError as exc:
             raise RpcError(INTERNAL_ERROR, f"Internal error: the session store is unavailable ({exc})") from exc
+        session.saved = True
         session.checked = time.monotonic()
 
     def _shared(self, id_: str, local: Session | None) -> Session | None:
@@ -151,11 +153,11 @@ class Sessions:
         except StoreError:
             return local  # the store is down: what this replica knows still holds
         if stored is None or (stored.expires is not None and stored.expires < time.time()):
-            if local is not None and local.conn.initialized:  # deleted or expired elsewhere
+            if local is not None and local.saved:  # deleted or expired elsewhere
                 with self._lock:
                     self._drop(id_)
                 return None
-            return local  # still in its initialize round here
+            return local  # still in its initialize round here (or no store was given then)
         if local is None:
             body = stored.body
             local = Session(id_, body.get("principal"))
@@ -163,6 +165,7 @@ class Sessions:
             conn.version = str(body.get("version") or conn.version)
             conn.client_info = body.get("clientInfo")
             conn.client_capabilities = body.get("capabilities") or {}
+            local.saved = True
             with self._lock:
                 local = self._sessions.setdefault(id_, local)
         local.conn.initialized = local.conn.initialized or bool(stored.body.get("initialized"))

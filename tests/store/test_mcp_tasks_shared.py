@@ -73,7 +73,7 @@ def modern(server: Server) -> TestClient:
     return server.test_client(capabilities={**TASKS, "elicitation": {}})
 
 
-def test_a_task_is_polled_answered_and_cancelled_through_another_replica(pair: tuple[Server, Server, list[str]]) -> None:
+def test_a_task_is_polled_answered_and_cancelled_on_another_replica(pair: tuple[Server, Server, list[str]]) -> None:
     one, two, runs = pair
     first, second = modern(one), modern(two)
     created = first.request("tools/call", {"name": "confirm", "arguments": {}})
