@@ -86,7 +86,7 @@ def status_is(cluster: Cluster, port: int, task_id: str, status: str) -> Callabl
     return check
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'kit.db'}"

@@ -47,9 +47,17 @@ def replica(url: str, runs: list[str], lease_s: float = 3.0) -> Server:
     return server
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kit.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
 @pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[Server, Server, list[str]]]:
-    url = f"sqlite:///{tmp_path / 'kit.db'}"
+def pair(store_url: str) -> Iterator[tuple[Server, Server, list[str]]]:
+    url = store_url
     runs: list[str] = []
     one, two = replica(url, runs), replica(url, runs)
     yield one, two, runs
@@ -105,8 +113,8 @@ def test_another_principal_never_sees_the_task(pair: tuple[Server, Server, list[
     assert caught.value.code == -32602
 
 
-def test_a_lapsed_lease_fails_the_task_once_visible_everywhere(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'kit.db'}"
+def test_a_lapsed_lease_fails_the_task_once_visible_everywhere(store_url: str) -> None:
+    url = store_url
     runs: list[str] = []
     one, two = replica(url, runs, lease_s=1.0), replica(url, runs, lease_s=1.0)
     try:
