@@ -179,6 +179,14 @@ class Dispatcher:
             if ender is not None:
                 ender(conn)
 
+    def end_shared(self, conn: Connection) -> None:
+        """A shared connection (a legacy session kept in a store) ended for good, on every replica:
+        extensions that keep its state in the store (`end_shared(conn)`) end it there too."""
+        for extension in self.extensions:
+            ender = getattr(extension, "end_shared", None)
+            if ender is not None:
+                ender(conn)
+
     # ---- entry points -------------------------------------------------------------------------
     def handle(
         self,

@@ -173,6 +173,15 @@ class LegacyTasksExtension:
         if dropped:
             logger().debug("cancelled %d task(s) of a closed connection", len(dropped))
 
+    def end_shared(self, conn: Connection) -> None:
+        """The session was deleted: its unfinished tasks on other replicas end `cancelled` too."""
+        mirror = self.table.mirror
+        if mirror is None:
+            return
+        for task in mirror.owned(conn, self.table.limits.max_tasks):
+            if task.status not in TERMINAL:
+                mirror.request_cancel(task.id, "cancelled", "The task was cancelled: its session ended.")
+
     # ---- tools/call with params.task ----------------------------------------------------------
     def intercept(self, call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """A task-augmented tools/call of a 2025-11-25 connection."""

@@ -326,8 +326,12 @@ class TaskMirror:
         with self._lock:
             due = list(self.held) if poll else list(self._signalled)
             self._signalled.clear()
-            held = list(self.held)
+            ended = [task for task in self.held.values() if task.status in TERMINAL]
             remote, self._remote_changed = self._remote_changed, set()
+        for task in ended:  # ended without a move (its session closed, its ttl passed): write the end
+            self.finish(task, task.status, {"message": task.message})
+        with self._lock:
+            held = list(self.held)
         for key in due:
             self._apply(key)
         for key in remote:

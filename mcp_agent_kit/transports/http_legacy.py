@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
+from mcp_agent_kit.logs import logger
 from mcp_agent_kit.store.base import Record, StoreError
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.transports.sse_replay import EventLog
@@ -117,13 +118,18 @@ class Sessions:
         return session
 
     def delete(self, id_: str) -> bool:
+        """End the session here and, with a store, on every replica (its tasks there too)."""
+        with self._lock:
+            session = self._sessions.get(id_)
+            dropped = self._drop(id_)
         if self.store is not None:
             try:
                 self.store.delete(KIND, id_)
-            except StoreError as exc:
-                raise RpcError(INTERNAL_ERROR, f"Internal error: the session store is unavailable ({exc})") from exc
-        with self._lock:
-            return self._drop(id_)
+                if session is not None:
+                    self.dispatcher.end_shared(session.conn)
+            except (StoreError, RpcError) as exc:
+                logger().warning("session %s: could not end it in the store: %s", id_[:8], exc)
+        return dropped
 
     # ---- shared with other replicas ----------------------------------------------------------------
     def save(self, session: Session) -> None:
@@ -140,8 +146,9 @@ class Sessions:
                 stored = self.store.get(KIND, session.id)
                 if stored is not None:
                     self.store.update(record._replace(order=stored.order))
-        except StoreError as exc:
-            raise RpcError(INTERNAL_ERROR, f"Internal error: the session store is unavailable ({exc})") from exc
+        except StoreError as exc:  # the session still works here; other replicas will not know it
+            logger().warning("session %s: could not write it to the store: %s", session.id[:8], exc)
+            return
         session.saved = True
         session.checked = time.monotonic()
 

@@ -215,9 +215,18 @@ def test_a_legacy_session_is_accepted_by_every_replica(cluster: Cluster) -> None
     listed = legacy_post(cluster.port(0), {"jsonrpc": "2.0", "id": 4, "method": "tasks/list"}, session)[2]
     assert [task["taskId"] for task in listed["result"]["tasks"]] == [task_id]
     assert legacy_post(cluster.port(2), {"jsonrpc": "2.0", "id": 5, "method": "ping"}, "no-such-session")[0] == 404
+    long = dict(call, id=7, params={**call["params"], "arguments": {"seconds": 60}})
+    running = legacy_post(cluster.port(1), long, session)[2]["result"]["task"]["taskId"]
     delete = http.client.HTTPConnection("127.0.0.1", cluster.port(2), timeout=30)
     delete.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
     assert delete.getresponse().status in (200, 204)
     delete.close()
     until(lambda: legacy_post(cluster.port(0), {"jsonrpc": "2.0", "id": 6, "method": "ping"}, session)[0] == 404,
           "the DELETE on replica 3 to reach replica 1")
+    store = open_store(cluster.url)
+    try:  # the session's task running on replica 2 ended with it
+        record = until(lambda: (r := store.get("legacy_tasks", running)) is not None and r.state == "cancelled" and r,
+                       "the session's task on replica 2 to be cancelled")
+        assert record.body["message"] == "The task was cancelled: its session ended."
+    finally:
+        store.close()

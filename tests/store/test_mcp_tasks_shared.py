@@ -13,6 +13,7 @@ import pytest
 from mcp_agent_kit import Context, Server
 from mcp_agent_kit.core.dispatcher import Connection
 from mcp_agent_kit.core.task_mirror import LAPSED
+from mcp_agent_kit.core.task_table import TaskLimits
 from mcp_agent_kit.store import open_store
 from mcp_agent_kit.testing import TestClient
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -23,8 +24,8 @@ CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "require
 WAIT_S = 10.0
 
 
-def replica(url: str, runs: list[str], lease_s: float = 3.0) -> Server:
-    server = Server("shared", "1.0.0", secret=SECRET)
+def replica(url: str, runs: list[str], lease_s: float = 3.0, limits: TaskLimits | None = None) -> Server:
+    server = Server("shared", "1.0.0", secret=SECRET, task_limits=limits)
 
     @server.tool(long_running=True)
     def slow(ctx: Context, seconds: float = 30.0) -> str:
@@ -179,3 +180,34 @@ def test_mrtr_rounds_need_only_the_secret() -> None:
         servers[2].test_client()._send("tools/call", {"name": "greet", "arguments": {},
                                                       "requestState": round_one["requestState"]})
     assert "integrity" in caught.value.message
+
+
+def test_the_unfinished_task_quota_counts_every_replica(store_url: str) -> None:
+    runs: list[str] = []
+    limits = TaskLimits(running_per_principal=2)
+    one, two = replica(store_url, runs, limits=limits), replica(store_url, runs, limits=limits)
+    try:
+        first, second = modern(one), modern(two)
+        held = [first.request("tools/call", {"name": "slow", "arguments": {}})["taskId"],
+                second.request("tools/call", {"name": "slow", "arguments": {}})["taskId"]]
+        with pytest.raises(RpcError) as caught:
+            first.request("tools/call", {"name": "slow", "arguments": {}})
+        assert "too many unfinished tasks for this principal" in caught.value.message
+        second.request("tasks/cancel", {"taskId": held[0]})
+        until(lambda: first.request("tasks/get", {"taskId": held[0]})["status"] == "cancelled", "the cancel")
+        assert first.request("tools/call", {"name": "slow", "arguments": {}})["status"] == "working"
+    finally:
+        for server in (one, two):
+            assert server.keeper is not None and server.store is not None
+            server.keeper.close()
+            server.store.close()
+
+
+def test_a_task_dropped_with_its_connection_ends_in_the_store(pair: tuple[Server, Server, list[str]]) -> None:
+    one, two, _ = pair
+    first = legacy(one, "session-9")
+    task_id = first.request("tools/call", {"name": "slow", "arguments": {}, "task": {}})["task"]["taskId"]
+    one.dispatcher.end_connection(first.conn)  # e.g. the session expired on replica one
+    seen = until(lambda: (t := legacy(two, "session-9").request("tasks/get", {"taskId": task_id}))["status"]
+                 == "cancelled" and t, "the dropped task's end in the store")
+    assert seen["statusMessage"] == "The task was cancelled: it expired or its session ended."
