@@ -12,6 +12,7 @@ import pytest
 
 from mcp_agent_kit import Context, Server
 from mcp_agent_kit.core.dispatcher import Connection
+from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.core.task_mirror import LAPSED
 from mcp_agent_kit.core.task_table import TaskLimits
 from mcp_agent_kit.store import open_store
@@ -211,3 +212,20 @@ def test_a_task_dropped_with_its_connection_ends_in_the_store(pair: tuple[Server
     seen = until(lambda: (t := legacy(two, "session-9").request("tasks/get", {"taskId": task_id}))["status"]
                  == "cancelled" and t, "the dropped task's end in the store")
     assert seen["statusMessage"] == "The task was cancelled: it expired or its session ended."
+
+
+def test_a_listen_stream_on_another_replica_sees_the_task_change(pair: tuple[Server, Server, list[str]]) -> None:
+    one, two, _ = pair
+    task_id = modern(one).request("tools/call", {"name": "slow", "arguments": {"seconds": 0.5}})["taskId"]
+    listen = two.dispatcher.extension("listen")
+    assert isinstance(listen, ListenExtension)
+    sub = Subscription("sub-1", None)  # what subscriptions/listen with taskIds registers on replica two
+    sub.task_ids.add(task_id)
+    listen.add(sub)
+    try:
+        pushed = sub.queue.get(timeout=WAIT_S)  # the task ends half a second later, on replica one
+        assert pushed["method"] == "notifications/tasks"
+        assert pushed["params"]["taskId"] == task_id and pushed["params"]["status"] == "completed"
+        assert pushed["params"]["result"]["content"][0]["text"] == "slept 0.5"
+    finally:
+        listen.remove(sub)
