@@ -30,9 +30,12 @@ from mcp_agent_kit.core.tasks import TasksExtension
 from mcp_agent_kit.core.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
+    from mcp_agent_kit.core.task_mirror import Keeper
+    from mcp_agent_kit.store.base import Store
     from mcp_agent_kit.testing import TestClient
 
 Lifespan = Callable[[Any], Any]
+DEFAULT_LEASE_S = 30.0
 
 
 def default_extensions(task_limits: TaskLimits = DEFAULT_LIMITS, *, directory_read: bool = True) -> list[Extension]:
@@ -121,11 +124,15 @@ class Server(Registry):
 
     def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None,
                  task_limits: TaskLimits | None = None, skills: Iterable[str | os.PathLike[str]] = (),
-                 directory_read: bool = True, **options: Any) -> None:
+                 directory_read: bool = True, store: Store | None = None, lease_s: float = DEFAULT_LEASE_S,
+                 **options: Any) -> None:
         """task_limits: how many tasks are kept and run, per principal and overall (docs/limits.md);
         skills: skill directories (or directories of them) to publish, as with `skills()`;
-        directory_read: offer resources/directory/read on the skills."""
+        directory_read: offer resources/directory/read on the skills;
+        store: share tasks and legacy sessions with the other replicas using it (`use_store`);
+        secret (bytes, every replica the same): the HMAC key of requestState."""
         super().__init__(name, version, **options)
+        self._secret_given = options.get("secret") is not None
         self._lifespan_fn = lifespan
         self.lifespan_value: Any = None
         self._life_exit: Callable[..., Any] | None = None
@@ -134,8 +141,37 @@ class Server(Registry):
         self.dispatcher = Dispatcher(
             self, default_extensions(task_limits or DEFAULT_LIMITS, directory_read=directory_read)
         )
+        self.store: Store | None = None
+        self.keeper: Keeper | None = None
+        if store is not None:
+            self.use_store(store, lease_s=lease_s)
         for path in skills:
             self.skills(path)
+
+    # ---- replicas ------------------------------------------------------------------------------
+    def use_store(self, store: Store, *, secret: bytes | None = None, lease_s: float = DEFAULT_LEASE_S,
+                  replica: str | None = None) -> None:
+        """Keep MCP tasks (both eras) and legacy sessions in `store`, so any replica using the same
+        store answers for them; `lease_s`: the lease this replica holds on the tasks it runs (a
+        task whose lease lapses is failed by whichever replica notices). A shared store needs the
+        same `secret` on every replica (given here or to the constructor), else ValueError."""
+        if secret is not None:
+            self.secret = secret
+        elif store.shared and not self._secret_given:
+            raise ValueError("a shared store needs the same secret on every replica: pass secret=")
+        if self.keeper is not None:
+            raise ValueError("this server already uses a store")
+        import secrets
+        import socket
+
+        from mcp_agent_kit.core.task_mirror import Keeper
+
+        self.keeper = Keeper(store, replica or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}", lease_s)
+        self.store = self.dispatcher.store = store
+        for extension in self.dispatcher.extensions:
+            share = getattr(extension, "share", None)
+            if share is not None:
+                share(self.keeper)
 
     # ---- skills (SEP-2640) -------------------------------------------------------------------------
     def skills(self, path: str | os.PathLike[str], *, prefix: str | None = None) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, MethodTable, Outbox
@@ -25,6 +25,9 @@ from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from mcp_agent_kit.wire.mcp import LEGACY, MODERN
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.store.base import Store
 
 __all__ = ["Connection", "Dispatcher", "NullOutbox", "Outbox"]
 
@@ -45,6 +48,7 @@ class Connection:
     def __init__(self, era: str | None = None, principal: str | None = None, can_request: bool = True) -> None:
         self.era = era
         self.principal = principal
+        self.key: str | None = None  # a shared identity (a legacy HTTP session id): whose tasks a store keeps
         self.can_request = can_request
         self.version: str = mcp.LATEST_LEGACY
         self.client_capabilities: dict[str, Any] = {}
@@ -132,6 +136,7 @@ class Dispatcher:
 
     def __init__(self, registry: Registry, extensions: Iterable[Extension] = ()) -> None:
         self.registry = registry
+        self.store: Store | None = None  # shared with other replicas (Server.use_store): legacy sessions too
         self._offered: frozenset[str] | None = None
         self._server_info: dict[str, Any] | None = None
         self.methods: MethodTable = dict(methods.METHODS)
@@ -171,6 +176,14 @@ class Dispatcher:
         keep per-connection state (`end_connection(conn)`, e.g. 2025-11-25 tasks) drop it."""
         for extension in self.extensions:
             ender = getattr(extension, "end_connection", None)
+            if ender is not None:
+                ender(conn)
+
+    def end_shared(self, conn: Connection) -> None:
+        """A shared connection (a legacy session kept in a store) ended for good, on every replica:
+        extensions that keep its state in the store (`end_shared(conn)`) end it there too."""
+        for extension in self.extensions:
+            ender = getattr(extension, "end_shared", None)
             if ender is not None:
                 ender(conn)
 

@@ -17,6 +17,7 @@ never imports the 2026-07-28 extension (core.tasks).
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core import methods
@@ -32,11 +33,15 @@ from mcp_agent_kit.wire.mcp import LEGACY
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
+    from mcp_agent_kit.core.task_mirror import Keeper
 
 SINCE = mcp.LEGACY_TASKS_SINCE
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 POLL_MS = 500
 PAGE_SIZE = 50
+KIND = "legacy_tasks"  # the store records of these tasks (core.task_mirror): owner = the session id
+CODEC = (lambda error: error.to_error(),
+         lambda error: RpcError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message")), error.get("data")))
 
 
 def render(task: TaskRecord) -> dict[str, Any]:
@@ -149,6 +154,15 @@ class LegacyTasksExtension:
     def close(self) -> None:
         return None
 
+    def share(self, keeper: Keeper) -> None:
+        """Keep the tasks of HTTP sessions (Connection.key) in the keeper's store too: any replica
+        the session reaches can get, list, cancel and take the result of them."""
+        from mcp_agent_kit.core.task_mirror import TaskMirror  # lazily: only replicas need it
+
+        mirror = TaskMirror(keeper, KIND, lambda conn: conn.key, CODEC)
+        mirror.on_cancel = lambda task: task.cancel.set()
+        self.table.attach(mirror)
+
     def tasks_of(self, conn: Connection) -> list[TaskRecord]:
         """The connection's tasks, oldest first."""
         return self.table.owned_by(conn)
@@ -158,6 +172,15 @@ class LegacyTasksExtension:
         dropped = self.table.drop_owner(conn)
         if dropped:
             logger().debug("cancelled %d task(s) of a closed connection", len(dropped))
+
+    def end_shared(self, conn: Connection) -> None:
+        """The session was deleted: its unfinished tasks on other replicas end `cancelled` too."""
+        mirror = self.table.mirror
+        if mirror is None:
+            return
+        for task in mirror.owned(conn, self.table.limits.max_tasks):
+            if task.status not in TERMINAL:
+                mirror.request_cancel(task.id, "cancelled", "The task was cancelled: its session ended.")
 
     # ---- tools/call with params.task ----------------------------------------------------------
     def intercept(self, call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, Any] | None:
@@ -221,7 +244,9 @@ class LegacyTasksExtension:
 
     def tasks_result(self, call: Call) -> dict[str, Any]:
         tasks, task = self._task(call)
-        if not tasks.wait_end(task, call.cancel):
+        if task.remote:
+            task = self._remote_end(task, call)
+        elif not tasks.wait_end(task, call.cancel):
             raise RpcError(INTERNAL_ERROR, "Internal error: the request was cancelled")
         if task.error is not None:
             raise task.error
@@ -229,6 +254,17 @@ class LegacyTasksExtension:
             raise RpcError(INTERNAL_ERROR, "Internal error: the task was cancelled")
         meta = {**(task.result.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}
         return {**task.result, "_meta": meta}
+
+    def _remote_end(self, task: TaskRecord, call: Call) -> TaskRecord:
+        """Wait for a task another replica runs to end, reading the store (each POLL_S at most)."""
+        from mcp_agent_kit.core.task_mirror import POLL_S
+
+        cancel = call.cancel if call.cancel is not None else threading.Event()
+        while task.status not in TERMINAL:
+            if cancel.wait(POLL_S / 2):
+                raise RpcError(INTERNAL_ERROR, "Internal error: the request was cancelled")
+            task = self.table.find(task.id, call.conn)
+        return task
 
     def tasks_list(self, call: Call) -> dict[str, Any]:
         if not offered(call):
@@ -242,6 +278,12 @@ class LegacyTasksExtension:
 
     def tasks_cancel(self, call: Call) -> dict[str, Any]:
         tasks, task = self._task(call)
+        if task.remote:
+            ended = tasks.mirror.request_cancel(task.id, "cancelled", "The task was cancelled by request.")
+            if ended is None:
+                found = tasks.find(task.id, call.conn)
+                raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {found.status}")
+            return render(tasks.mirror.restore(ended, call.conn))
         with tasks.lock:
             if task.status in TERMINAL:
                 raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {task.status}")

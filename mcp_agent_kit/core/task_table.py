@@ -95,6 +95,9 @@ def now() -> str:
 class TaskRecord:
     """One task's state, whatever its era. Changed only under its table's lock."""
 
+    remote = False  # a read-only view of a task another replica runs (core.task_mirror)
+    wall = 0.0  # time.time() at creation, when the task is mirrored to a store
+
     def __init__(self, owner: Any, ttl_ms: int | None, principal: Any = None) -> None:
         import uuid  # lazily: uuid costs ~1.5 ms at server start, and tasks are rare
 
@@ -146,6 +149,7 @@ class TaskTable:
         self.limits = limits
         self.not_found = not_found
         self.changed = changed
+        self.mirror: Any = None  # a core.task_mirror.TaskMirror when tasks are shared with other replicas
         shared = threading.RLock()
         self.lock = threading.Condition(shared)
         self._tasks: dict[str, TaskRecord] = {}
@@ -161,6 +165,11 @@ class TaskTable:
     def __len__(self) -> int:
         return len(self._tasks)
 
+    def attach(self, mirror: Any) -> None:
+        """Write every task through to a store (core.task_mirror) and find other replicas' tasks there."""
+        mirror.table = self
+        self.mirror = mirror
+
     def running(self, principal: Any) -> int:
         with self.lock:
             return self._running.get(principal, 0)
@@ -171,6 +180,12 @@ class TaskTable:
         principal = owner if principal is OWNER else principal
         task = TaskRecord(owner, ttl_ms, principal)
         limits = self.limits
+        mirror = self.mirror
+        if mirror is not None and mirror.mirrored(task):
+            if not mirror.quota(owner, limits.running_per_principal):
+                raise RpcError(INTERNAL_ERROR, REFUSALS["running"])
+        else:
+            mirror = None
         with self.lock:
             self._expire_due()
             if self._running.get(principal, 0) >= limits.running_per_principal:
@@ -194,6 +209,13 @@ class TaskTable:
                     threading.Thread(target=self._reap, name="mcp-task-reaper", daemon=True).start()
                 elif first:
                     self._reaper_wake.notify()
+        if mirror is not None:
+            try:
+                mirror.created(task)
+            except RpcError:
+                with self.lock:
+                    self._remove(task)
+                raise
         return task
 
     def find(self, task_id: Any, owner: Any) -> TaskRecord:
@@ -201,15 +223,21 @@ class TaskTable:
         with self.lock:
             self._expire_due()
             task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None and self.mirror is not None and isinstance(task_id, str):
+            task = self.mirror.lookup(task_id, owner)
         if task is None or task.owner != owner:
             raise RpcError(INVALID_PARAMS, self.not_found(task_id))
         return task
 
     def owned_by(self, owner: Any) -> list[TaskRecord]:
-        """The owner's tasks, oldest first."""
+        """The owner's tasks, oldest first (with a mirror: on every replica, as the store has them)."""
         with self.lock:
             self._expire_due()
-            return [self._tasks[task_id] for task_id in self._by_owner.get(owner, ())]
+            here = [self._tasks[task_id] for task_id in self._by_owner.get(owner, ())]
+        if self.mirror is None or not self.mirror.owner_key(owner):
+            return here
+        local = {task.id: task for task in here}
+        return [local.get(task.id, task) for task in self.mirror.owned(owner, self.limits.max_tasks)]
 
     def drop_owner(self, owner: Any) -> list[TaskRecord]:
         """The owner is gone (its session or stream ended): cancel and forget its tasks."""
@@ -226,7 +254,11 @@ class TaskTable:
             self._expire_due()
 
     def move(self, task: TaskRecord, status: str, **fields: Any) -> bool:
-        """Apply one transition from TRANSITIONS, setting fields; False (and no change) if not allowed."""
+        """Apply one transition from TRANSITIONS, setting fields; False (and no change) if not allowed.
+        With a mirror the store decides an end (core.task_mirror.TaskMirror.finish)."""
+        mirror = self.mirror
+        if mirror is not None and status in TERMINAL and task.status not in TERMINAL:
+            status, fields = mirror.finish(task, status, fields)
         with self.lock:
             before = task.status
             if status != before and status not in TRANSITIONS[before]:
@@ -243,6 +275,8 @@ class TaskTable:
             snapshot = self.render(task)
         if self.changed is not None:
             self.changed(task, snapshot)
+        if mirror is not None and status not in TERMINAL:
+            mirror.wrote(task)
         return True
 
     def snapshot(self, task: TaskRecord) -> dict[str, Any]:

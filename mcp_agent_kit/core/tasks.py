@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from mcp_agent_kit.core.dispatcher import Dispatcher
+    from mcp_agent_kit.core.task_mirror import Keeper
 
 __all__ = [
     "DEFAULT_TTL_MS", "EXTENSION", "REQUIRED", "TERMINAL", "TRANSITIONS", "Policy", "TaskCancelled",
@@ -55,6 +56,12 @@ __all__ = [
 EXTENSION = mcp.TASKS_EXTENSION
 REQUIRED: dict[str, Any] = {"extensions": {EXTENSION: {}}}
 DEFAULT_POLL_MS = 500
+KIND = "mcp_tasks"  # the store records of these tasks (core.task_mirror)
+
+
+def principal_key(principal: Any) -> str:
+    """A task's owner column in the store: its principal (anonymous = "-")."""
+    return "-" if principal is None else f"={principal}"
 
 
 def start_task(ctx: Context | None) -> None:
@@ -139,6 +146,30 @@ class TasksExtension:
 
     def close(self) -> None:
         return None  # running tasks outlive a transport; they end with their ttl or the process
+
+    def share(self, keeper: Keeper) -> None:
+        """Keep the tasks in the keeper's store too, so every replica can read and steer them."""
+        from mcp_agent_kit.core.task_mirror import TaskMirror  # lazily: only replicas need it
+
+        mirror = TaskMirror(keeper, KIND, principal_key)
+        mirror.on_answers = self.answer
+        mirror.on_cancel = self._cancel_here
+        mirror.watching = self._watched
+        mirror.on_remote = self._pushed_remote
+        self.table.attach(mirror)
+
+    def _cancel_here(self, task: TaskRecord) -> None:
+        task.cancel.set()
+        self.table.wake()
+
+    def _watched(self, task_id: str) -> bool:
+        return self.listen is not None and any(task_id in sub.task_ids for sub in self.listen.subscribers())
+
+    def _pushed_remote(self, task: TaskRecord) -> None:
+        """Another replica changed a task a listen stream here watches: push it as if it ran here."""
+        for sub in self.listen.subscribers() if self.listen is not None else ():
+            if task.id in sub.task_ids and principal_key(sub.principal) == task.owner:
+                sub.send("notifications/tasks", self.table.render(task))
 
     def add_source(self, source: TaskSource) -> None:
         """Serve `source`'s tools and task ids too (the owner of the source calls this once, at set-up)."""
@@ -238,7 +269,10 @@ class TasksExtension:
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise RpcError(INVALID_PARAMS, 'Invalid params: tasks/update needs an "inputResponses" object')
-        self.answer(task, responses)
+        if task.remote:
+            self.table.mirror.deliver(task.id, responses)
+        else:
+            self.answer(task, responses)
         return {}
 
     def tasks_cancel(self, call: Call) -> dict[str, Any]:
@@ -246,9 +280,10 @@ class TasksExtension:
         if source is not None:
             return source.cancel(call)
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
-        if task.status not in TERMINAL:
-            task.cancel.set()
-            self.table.wake()
+        if task.remote:
+            self.table.mirror.request_cancel(task.id)
+        elif task.status not in TERMINAL:
+            self._cancel_here(task)
         return {}
 
 

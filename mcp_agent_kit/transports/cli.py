@@ -17,6 +17,7 @@ from mcp_agent_kit.cli_common import (
     Parser,
     add_oauth_options,
     add_origin_options,
+    add_store_options,
     add_token_options,
     fail,
     host_port,
@@ -43,6 +44,21 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-message-bytes", "--max-body", dest="max_message", type=int, default=DEFAULT_MAX_MESSAGE,
                         metavar="N", help="largest message: a stdio line or an HTTP body (default 4 MiB)")
     parser.add_argument("--workers", type=int, default=64, metavar="N", help="most HTTP connections served at once")
+    add_store_options(parser)
+
+
+def share(server: Any, args: argparse.Namespace) -> None:
+    """--store / --secret-file / --store-lease: the store and the secret every replica shares.
+    Without --store the server keeps today's in-memory tasks (a --secret-file still applies)."""
+    from mcp_agent_kit.cli_common import store_from_args
+
+    options = store_from_args(args)
+    if args.store is None:
+        options.store.close()
+        if options.secret is not None:
+            server.secret = options.secret
+        return
+    server.use_store(options.store, secret=options.secret, lease_s=options.lease_s, replica=options.replica)
 
 
 def serve_parser() -> Parser:
@@ -56,6 +72,12 @@ def serve(server: Any, args: argparse.Namespace, name: str) -> int:
     """Serve a Server object as the parsed options say (`name` prefixes error lines)."""
     if args.max_message < 1024:
         return fail("--max-message-bytes must be at least 1024", "give a larger N", USAGE, name)
+    try:
+        share(server, args)
+    except CliError as exc:
+        return fail(exc.problem, exc.fix, exc.code, name)
+    except ValueError as exc:  # the server object already uses a store
+        return fail(str(exc), "give --store once, or leave it to the code", USAGE, name)
     if not args.http:
         return int(server.serve_stdio(max_line_bytes=args.max_message))
     host, port = args.http

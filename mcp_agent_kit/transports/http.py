@@ -360,6 +360,8 @@ class McpRequestHandler(Handler):
             return
         if kind == "notification":
             srv.dispatcher.notification(message, session.conn)
+            if message.get("method") == "notifications/initialized":
+                srv.sessions.save(session)
             self._plain(202, b"")
             return
         sessions = srv.sessions
@@ -386,8 +388,11 @@ class McpRequestHandler(Handler):
             reply = srv.dispatcher.handle(message, session.conn, exchange, exchange.cancel)
         finally:
             session.conn.inflight.pop(id_, None)
-        if message["method"] == "initialize" and reply is not None and "error" in reply:
-            sessions.delete(session.id)
+        if message["method"] == "initialize" and reply is not None:
+            if "error" in reply:
+                sessions.delete(session.id)
+            else:
+                sessions.save(session)
         exchange.finish(reply, 200)
 
     def _standalone_stream(self, session: Session) -> None:
