@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def protected() -> Iterator[str]:
 
 @pytest.fixture
 def short_lived() -> Iterator[str]:
-    yield from _serve(20)  # inside the refresh margin: every request refreshes first
+    yield from _serve(20)  # a 20 s lifetime: refreshed 5 s (a quarter) before expiry, not 60 s
 
 
 def test_gateway_logs_in_to_a_protected_sdk_server_and_serves_its_tools(protected: str, tmp_path: Path) -> None:
@@ -106,15 +107,17 @@ def test_auth_login_status_logout(protected: str, tmp_path: Path) -> None:
 
 def test_a_token_near_expiry_is_refreshed_and_never_logged(short_lived: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    skew = [0.0]  # the injected clock runs ahead of the server's by this much
     oauth = OAuth(short_lived, redirector=HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback"),
-                  store=MemoryStore())
+                  store=MemoryStore(), clock=lambda: time.time() + skew[0])
     seen = []
     with Client.http(short_lived, auth=oauth) as client:
-        for a in range(3):
+        for a, ahead in enumerate((0.0, 10.0, 16.0, 16.0)):  # 20, 10, 4 (< 5: refresh) and 20 s left
+            skew[0] = ahead
             assert client.call_tool("add", {"a": a, "b": 1})["content"][0]["text"] == str(a + 1)
             assert oauth.token is not None
             seen.append(oauth.token.access_token)
-    assert len(set(seen)) == 3  # each call went out with a freshly refreshed token
+    assert seen[0] == seen[1] != seen[2] == seen[3]  # used for most of its life, refreshed once near the end
     assert oauth.headers("POST", "http://127.0.0.1:1/elsewhere") == {}  # never to another origin
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert not any(token in logged for token in seen)

@@ -1,7 +1,8 @@
 """client.oauth.session: `OAuth`, the per-server authorization an HttpChannel consults.
 
 `headers(method, url)` gives the Authorization (and DPoP) headers for a request to the server —
-nothing for any other origin; a token close to expiry is refreshed first. `challenge(status,
+nothing for any other origin; a token close to expiry (store.Token.refresh_margin: min(60 s, a
+quarter of its lifetime), by the injectable `clock`) is refreshed first. `challenge(status,
 response headers, sent headers)` handles a 401/403 and says whether to send the request again:
 a DPoP `use_dpop_nonce` is retried with the nonce; a 403 `insufficient_scope` re-authorizes with
 the union of the scopes asked for so far and the challenged ones (SEP-2350), at most
@@ -19,6 +20,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -35,7 +37,6 @@ from mcp_agent_kit.client.oauth.store import MemoryStore, Registration, Token, T
 log = logging.getLogger("mcp_agent_kit.client.oauth")
 MAX_STEP_UPS = 2
 RETRY_AFTER = 60.0  # seconds a failed login stays failed before a new challenge may start another
-REFRESH_MARGIN = 60.0  # seconds before expiry a token is refreshed
 GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "token_exchange")
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 
@@ -71,12 +72,14 @@ class OAuth:
     """Authorization for one MCP server URL."""
 
     def __init__(self, server_url: str, config: OAuthConfig | None = None, *, redirector: Redirector | None = None,
-                 store: TokenStore | None = None, transport: Send = send) -> None:
+                 store: TokenStore | None = None, transport: Send = send,
+                 clock: Callable[[], float] = time.time) -> None:
         self.server_url = server_url
         self.config = config or OAuthConfig()
         self.redirector = redirector or HeadlessRedirect()
         self.store: TokenStore = store if store is not None else MemoryStore()
         self.send = transport
+        self.clock = clock  # wall-clock seconds: expiry times are absolute
         self.origin = origin(server_url)
         self.token: Token | None = self._cached()
         self.requested: list[str] = self.token.scope.split() if self.token else []
@@ -95,7 +98,7 @@ class OAuth:
             return {}
         with self._lock:
             token = self.token
-            if token is not None and token.refresh_token and token.expires_within(REFRESH_MARGIN):
+            if token is not None and token.refresh_token and token.refresh_due(self.clock()):
                 token = self._refresh_quietly(token)
         if token is None:
             return {}
@@ -309,11 +312,12 @@ class OAuth:
     def _keep(self, answer: dict[str, Any], found: disco.Discovery, client_id: str, asked: str) -> None:
         expires = answer.get("expires_in")
         refresh = answer.get("refresh_token")
+        now = self.clock()
         token = Token(str(answer["access_token"]), str(answer.get("token_type") or "Bearer"), found.resource,
                       found.issuer, client_id,
-                      time.time() + float(expires) if isinstance(expires, (int, float)) else None,
+                      now + float(expires) if isinstance(expires, (int, float)) else None,
                       refresh if isinstance(refresh, str) else None, str(answer.get("scope") or asked),
-                      str(answer.get("token_type", "")).lower() == "dpop")
+                      str(answer.get("token_type", "")).lower() == "dpop", issued_at=now)
         self.token = token
         self._unproven = token.access_token
         self.store.put_token(token)
