@@ -23,33 +23,16 @@ import pytest
 
 from mcp_agent_kit.client import Client
 from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth
+from tests.auth.conftest import serve_protected
 from tests.auth.sdk_as import protected_server
-from tests.net import free_port, wait_listening
+from tests.net import free_port
 
-SERVER = Path(__file__).with_name("sdk_protected_server.py")
 PY = sys.executable
-
-
-def _serve(expires_in: int) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([PY, str(SERVER), str(port), str(expires_in)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def protected() -> Iterator[str]:
-    yield from _serve(3600)
 
 
 @pytest.fixture
 def short_lived() -> Iterator[str]:
-    yield from _serve(20)  # a 20 s lifetime: refreshed 5 s (a quarter) before expiry, not 60 s
+    yield from serve_protected(20)  # a 20 s lifetime: refreshed 5 s (a quarter) before expiry, not 60 s
 
 
 def test_gateway_logs_in_to_a_protected_sdk_server_and_serves_its_tools(protected: str, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 from mcp_agent_kit.auth.signer import EcKey
 from mcp_agent_kit.client.oauth import discovery as disco
 from mcp_agent_kit.client.oauth.challenge import pick
-from mcp_agent_kit.client.oauth.errors import OAuthError
+from mcp_agent_kit.client.oauth.errors import LoginNeeded, OAuthError
 from mcp_agent_kit.client.oauth.grants import JWT_BEARER, TOKEN_EXCHANGE, ClientAuth, Dpop, pkce_pair, request_token
 from mcp_agent_kit.client.oauth.net import Send, origin, post_json, send
 from mcp_agent_kit.client.oauth.redirect import HeadlessRedirect, Redirector
@@ -58,6 +58,7 @@ class OAuthConfig:
     exchange: dict[str, str] = field(default_factory=dict)  # token_exchange: idp_token_endpoint, idp_id_token...
     refresh: bool = True  # ask for refresh tokens (offline_access when the server lists it)
     dpop: bool = True  # use DPoP when the authorization server offers ES256 proofs
+    login: bool = True  # False: use a cached token (and its refresh) only, never start a new grant
 
     def __post_init__(self) -> None:
         if self.grant not in GRANTS:
@@ -127,7 +128,8 @@ class OAuth:
                 return self._reauthorize(params)
             except OAuthError as exc:
                 self.error, self._failed_at = str(exc), time.monotonic()
-                log.error("authorization for %s failed: %s", self.server_url, exc)
+                log.log(logging.INFO if isinstance(exc, LoginNeeded) else logging.ERROR,
+                        "authorization for %s failed: %s", self.server_url, exc)
                 return False
 
     def accepted(self, sent: dict[str, str]) -> None:
@@ -151,6 +153,7 @@ class OAuth:
         wanted = (params.get("scope") or "").split()
         if not wanted or set(wanted) <= set(self.requested) or self.step_ups >= MAX_STEP_UPS:
             return False  # nothing new to ask for: the refusal is permanent
+        self._may_log_in()
         self.step_ups += 1
         self._discover(params.get("resource_metadata"))
         self._obtain(_union(self.requested, wanted))
@@ -160,6 +163,8 @@ class OAuth:
         old, self.token = self.token, None
         if old is not None:
             self.store.drop_token(old)
+        if old is None or not old.refresh_token:
+            self._may_log_in()
         found = self._discover(params.get("resource_metadata"))
         if old is not None and old.access_token == self._unproven and old.issuer == found.issuer:
             why = params.get("error_description") or params.get("error") or "no reason given"
@@ -171,9 +176,14 @@ class OAuth:
                 return True
             except OAuthError as exc:
                 log.info("refreshing the token for %s failed (%s); authorizing again", self.server_url, exc)
+        self._may_log_in()
         challenged = (params.get("scope") or "").split()
         self._obtain(_union(challenged or found.scopes_supported, self.config.scopes))
         return True
+
+    def _may_log_in(self) -> None:
+        if not self.config.login:
+            raise LoginNeeded(f"{self.server_url} needs OAuth authorization and no usable token is cached for it")
 
     def _discover(self, header_url: str | None) -> disco.Discovery:
         self.found = disco.discover(self.send, self.server_url, header_url, self.config.issuer)
@@ -327,12 +337,21 @@ class OAuth:
         if found is None or found.issuer != old.issuer:
             metadata = disco.authorization_server(self.send, old.issuer)
             found = self.found = disco.Discovery(old.resource, old.issuer, metadata)
-        coded = self.config.grant == "authorization_code"
-        auth = self._client_auth(found, self.redirector.redirect_uri if coded else "")
+        auth = self._refresh_auth(found, old)
         form = {"grant_type": "refresh_token", "refresh_token": old.refresh_token or "", "resource": old.resource}
         answer = request_token(self.send, self._endpoint(found, "token_endpoint"), form, auth, self.dpop)
         answer.setdefault("refresh_token", old.refresh_token)
         self._keep(answer, found, auth.client_id, old.scope)
+
+    def _refresh_auth(self, found: disco.Discovery, old: Token) -> ClientAuth:
+        """The client the token was issued to: its own registration, whatever redirect URI it was made
+        with (`auth login --redirect-port` one day, the gateway's default port the next)."""
+        if self.config.client_id is None:
+            for known in self.store.registrations():
+                if known.issuer == old.issuer and known.client_id == old.client_id:
+                    return ClientAuth(known.client_id, known.auth_method, known.client_secret, None, old.issuer)
+        coded = self.config.grant == "authorization_code"
+        return self._client_auth(found, self.redirector.redirect_uri if coded else "")
 
     def _refresh_quietly(self, token: Token) -> Token | None:
         try:

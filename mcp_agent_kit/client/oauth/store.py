@@ -83,6 +83,7 @@ class TokenStore(Protocol):
     def put_token(self, token: Token) -> None: ...
     def drop_token(self, token: Token) -> None: ...
     def registration(self, issuer: str, redirect_uri: str) -> Registration | None: ...
+    def registrations(self) -> list[Registration]: ...
     def put_registration(self, registration: Registration) -> None: ...
     def forget(self, resource: str | None) -> int: ...
 
@@ -124,6 +125,11 @@ class MemoryStore:
         with self._lock:
             self._read()
             return self._registrations.get(_registration_key(issuer, redirect_uri))
+
+    def registrations(self) -> list[Registration]:
+        with self._lock:
+            self._read()
+            return list(self._registrations.values())
 
     def put_registration(self, registration: Registration) -> None:
         key = _registration_key(registration.issuer, registration.redirect_uri)
