@@ -59,7 +59,7 @@ class Provider:
             code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource,
             subject="alice")
-        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=BASE)
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=ISSUER)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
         return self.codes.get(code)
@@ -92,16 +92,14 @@ class Provider:
         self.tokens.pop(token.token, None)
 
 
-app = MCPServer(
-    "protected",
-    auth_server_provider=Provider(),
-    auth=AuthSettings(
-        issuer_url=BASE, resource_server_url=f"{BASE}/{'sse' if SSE else 'mcp'}", validate_token_resource=True,
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp:tools"],
-                                                              default_scopes=["mcp:tools"]),
-        required_scopes=["mcp:tools"],
-    ),
+AUTH = AuthSettings(
+    issuer_url=BASE, resource_server_url=f"{BASE}/{'sse' if SSE else 'mcp'}", validate_token_resource=True,
+    client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp:tools"],
+                                                          default_scopes=["mcp:tools"]),
+    required_scopes=["mcp:tools"],
 )
+ISSUER = str(AUTH.issuer_url)  # as the SDK publishes it (1.x adds a trailing slash)
+app = MCPServer("protected", auth_server_provider=Provider(), auth=AUTH)
 
 
 @app.tool()
