@@ -25,7 +25,7 @@ from mcp_agent_kit.client.inputs import ClientError
 from mcp_agent_kit.client.oauth.discovery import protected_resource, resource_allowed
 from mcp_agent_kit.client.oauth.errors import OAuthError
 from mcp_agent_kit.client.oauth.factory import DEFAULT_PORT, check_settings, oauth_for
-from mcp_agent_kit.client.oauth.net import send
+from mcp_agent_kit.client.oauth.net import fetcher_for
 from mcp_agent_kit.client.oauth.store import FileStore, config_dir
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -94,7 +94,7 @@ def _login(args: Any, store: FileStore) -> int:
     try:
         client.connect()
         client.list_tools()
-        if oauth.token is None and protected_resource(send, args.url, None) is None:
+        if oauth.token is None and protected_resource(fetcher_for(args.url), args.url, None) is None:
             print(f"{args.url} did not ask for authorization and publishes no protected-resource metadata: "
                   "nothing to log in to")
             return 0

@@ -30,7 +30,7 @@ from mcp_agent_kit.client.oauth import discovery as disco
 from mcp_agent_kit.client.oauth.challenge import pick
 from mcp_agent_kit.client.oauth.errors import LoginNeeded, OAuthError
 from mcp_agent_kit.client.oauth.grants import JWT_BEARER, TOKEN_EXCHANGE, ClientAuth, Dpop, pkce_pair, request_token
-from mcp_agent_kit.client.oauth.net import Send, origin, post_json, send
+from mcp_agent_kit.client.oauth.net import Fetcher, Send, fetcher_for, origin, post_json
 from mcp_agent_kit.client.oauth.redirect import HeadlessRedirect, Redirector
 from mcp_agent_kit.client.oauth.store import MemoryStore, Registration, Token, TokenStore
 
@@ -73,13 +73,13 @@ class OAuth:
     """Authorization for one MCP server URL."""
 
     def __init__(self, server_url: str, config: OAuthConfig | None = None, *, redirector: Redirector | None = None,
-                 store: TokenStore | None = None, transport: Send = send,
+                 store: TokenStore | None = None, transport: Send | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.server_url = server_url
         self.config = config or OAuthConfig()
         self.redirector = redirector or HeadlessRedirect()
         self.store: TokenStore = store if store is not None else MemoryStore()
-        self.send = transport
+        self.send = transport if transport is not None else fetcher_for(server_url)  # SSRF rules: net.py
         self.clock = clock  # wall-clock seconds: expiry times are absolute
         self.origin = origin(server_url)
         self.token: Token | None = self._cached()
@@ -244,6 +244,8 @@ class OAuth:
             if "offline_access" in scopes:
                 query["prompt"] = "consent"
         endpoint = self._endpoint(found, "authorization_endpoint")
+        if isinstance(self.send, Fetcher):
+            self.send.check(endpoint)  # the browser (or the headless redirect) goes there: the same rules
         answer = self.redirector.authorize(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
         self._check_iss(found, answer.get("iss"))
         if not secrets.compare_digest(answer.get("state", ""), state):
