@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,13 +26,22 @@ def _cache(home: Path) -> dict[str, list[dict[str, object]]]:
     return json.loads((home / "mcp-agent-kit" / "oauth.json").read_text())  # type: ignore[no-any-return]
 
 
+def _documented() -> tuple[str, dict[str, object]]:
+    """The stderr line and the report docs/oauth.md shows for a probe without a token."""
+    text = (Path(__file__).parents[2] / "docs" / "oauth.md").read_text(encoding="utf-8")
+    section = text[text.index("### Probing a protected server"):]
+    fences = re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M)
+    return fences[0][1].strip(), json.loads(fences[1][1])
+
+
 def test_probe_without_a_token_says_to_log_in_and_exits_3(protected: str, tmp_path: Path) -> None:
     run = _kit("probe", protected, home=tmp_path)
     assert run.returncode == 3, run.stderr
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
-    assert "needs OAuth" in run.stderr and f"auth login {protected}" in run.stderr
-    report = json.loads(run.stdout)
-    assert report["era"] == "unavailable" and report["auth"] is True
+    line, report = _documented()
+    documented = "https://mcp.example.com/mcp"
+    assert run.stderr.strip() == line.replace(documented, protected)  # exactly what the docs show
+    assert json.loads(run.stdout) == json.loads(json.dumps(report).replace(documented, protected))
     assert not (tmp_path / "mcp-agent-kit" / "oauth.json").exists()  # nothing was logged in to
 
 
