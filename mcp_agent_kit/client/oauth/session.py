@@ -110,7 +110,8 @@ class OAuth:
 
     def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool:
         """Handle a 401/403 from the server; True when the request should be sent again."""
-        found = pick(response.get("www-authenticate", ""))
+        used = sent.get("Authorization", "").partition(" ")[0].lower()  # its challenge carries the error
+        found = pick(response.get("www-authenticate", ""), (used, "dpop", "bearer") if used else ("dpop", "bearer"))
         params = found.params if found else {}
         with self._lock:
             held = self.token.access_token if self.token else None
