@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from mcp_agent_kit.client import Client
-from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth
+from mcp_agent_kit.client.oauth import FileStore, HeadlessRedirect, MemoryStore, OAuth
 from tests.auth.conftest import serve_protected
 from tests.auth.sdk_as import protected_server
 from tests.net import free_port
@@ -135,3 +135,26 @@ def test_both_halves_our_client_logs_in_to_our_server_through_the_sdk_authorizat
         running.server.shutdown()
         running.server.server_close()
         authority.close()
+
+
+def test_two_clients_sharing_the_cache_do_not_spend_each_others_refresh_tokens(short_lived: str,
+                                                                                tmp_path: Path) -> None:
+    """The SDK's server rotates refresh tokens: a second process refreshing with the old one would
+    be refused. It adopts the token the first one stored instead, and neither logs in again."""
+    path, skew = tmp_path / "oauth.json", [0.0]
+    redirect = HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback")
+    first = OAuth(short_lived, redirector=redirect, store=FileStore(path), clock=lambda: time.time() + skew[0])
+    with Client.http(short_lived, auth=first) as client:
+        client.call_tool("add", {"a": 1, "b": 1})
+    second = OAuth(short_lived, redirector=redirect, store=FileStore(path), clock=lambda: time.time() + skew[0])
+    assert second.token is not None and first.token is not None
+    assert second.token.access_token == first.token.access_token  # the cached token, no login
+    skew[0] = 16.0  # both see the token as due
+    with Client.http(short_lived, auth=first) as client:
+        client.call_tool("add", {"a": 1, "b": 2})  # the first refreshes (and rotates the refresh token)
+    refreshed = first.token
+    with Client.http(short_lived, auth=second) as client:
+        assert client.call_tool("add", {"a": 2, "b": 2})["content"][0]["text"] == "4"
+    assert second.token is not None and refreshed is not None
+    assert second.token.access_token == refreshed.access_token  # adopted, not refreshed again or logged in anew
+    assert [t.access_token for t in FileStore(path).tokens()] == [refreshed.access_token]

@@ -2,7 +2,8 @@
 
 `headers(method, url)` gives the Authorization (and DPoP) headers for a request to the server —
 nothing for any other origin; a token close to expiry (store.Token.refresh_margin: min(60 s, a
-quarter of its lifetime), by the injectable `clock`) is refreshed first. `challenge(status,
+quarter of its lifetime), by the injectable `clock`) is refreshed first — unless the store already
+holds a newer token for it (another process refreshed it). `challenge(status,
 response headers, sent headers)` handles a 401/403 and says whether to send the request again:
 a DPoP `use_dpop_nonce` is retried with the nonce; a 403 `insufficient_scope` re-authorizes with
 the union of the scopes asked for so far and the challenged ones (SEP-2350), at most
@@ -100,7 +101,7 @@ class OAuth:
         with self._lock:
             token = self.token
             if token is not None and token.refresh_token and token.refresh_due(self.clock()):
-                token = self._refresh_quietly(token)
+                token = self._adopt_newer(token) or self._refresh_quietly(token)
         if token is None:
             return {}
         if token.dpop and self.dpop is not None:
@@ -160,7 +161,21 @@ class OAuth:
         self._obtain(_union(self.requested, wanted))
         return True
 
+    def _adopt_newer(self, held: Token | None) -> Token | None:
+        """A token another process (or client) stored for the same key since `held` was read: use
+        it rather than spend a refresh token that process may have rotated already."""
+        if held is None:
+            return None
+        for token in self.store.tokens():
+            if token.key() == held.key() and token.access_token != held.access_token \
+                    and not token.refresh_due(self.clock()):
+                self.token = token
+                return token
+        return None
+
     def _reauthorize(self, params: dict[str, str]) -> bool:
+        if self._adopt_newer(self.token) is not None:
+            return True
         old, self.token = self.token, None
         if old is not None:
             self.store.drop_token(old)

@@ -119,7 +119,12 @@ class MemoryStore:
         self._update(lambda tokens, _: tokens.__setitem__(token.key(), token))
 
     def drop_token(self, token: Token) -> None:
-        self._update(lambda tokens, _: tokens.pop(token.key(), None))
+        """Forget this token — not a newer one another process stored under the same key since."""
+        def change(tokens: Tokens, _: Registrations) -> None:
+            kept = tokens.get(token.key())
+            if kept is not None and kept.access_token == token.access_token:
+                del tokens[token.key()]
+        self._update(change)
 
     def registration(self, issuer: str, redirect_uri: str) -> Registration | None:
         with self._lock:
