@@ -63,6 +63,7 @@ def test_the_stream_and_the_posts_carry_the_token_and_a_401_refreshes(sse_protec
         assert oauth.token is not None and oauth.token.refresh_token
         first = oauth.token.access_token
         oauth.token = dataclasses.replace(oauth.token, access_token="revoked")  # the server no longer knows it
+        oauth.store.put_token(oauth.token)  # (in the cache too: there is no newer token to adopt)
         assert client.call_tool("add", {"a": 4, "b": 5})["content"][0]["text"] == "9"
         assert oauth.challenged == [401, 401]  # the POST's 401 ...
         assert oauth.token.access_token not in (first, "revoked")  # ... was answered with a refresh
