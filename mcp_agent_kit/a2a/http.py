@@ -26,6 +26,7 @@ from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.card import BEARER_SCHEME, MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
+from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.metadata import AS_SUFFIX, well_known
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
@@ -245,7 +246,8 @@ class A2ARequestHandler(Handler):
             self._refuse(A2AError("InvalidRequest", HOST_REFUSED), rpc)
             return None
         try:
-            return self.server.policy.authorize(self.headers.get("Authorization")) or ""
+            return self.server.policy.authorize(self.headers.get("Authorization"), self.command, self.path,
+                                               proofs_in(self.headers.get("DPoP"))) or ""
         except Refusal as refused:
             name = "PermissionDenied" if refused.status == 403 else "Unauthenticated"
             self._refuse(A2AError(name, refused.description), rpc, WWW_Authenticate=refused.challenge)

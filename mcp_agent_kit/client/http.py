@@ -20,9 +20,10 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
+from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, credentials, origin_of, retrying
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, reply_to_request
 from mcp_agent_kit.client.headers import request_headers
 from mcp_agent_kit.client.probe import Event, Failure, Opened, Reply
@@ -37,39 +38,6 @@ DEFAULT_RETRY_S = 0.5
 STANDALONE_TIMEOUT = 120.0  # a silent GET stream is reopened after this (servers send keep-alives)
 ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
-AUTH_ATTEMPTS = 4  # sends of one request while its authorizer keeps asking for a retry
-
-
-class Authorizer(Protocol):
-    """What the channel asks for credentials (client/oauth: OAuth)."""
-
-    error: str | None
-
-    def headers(self, method: str, url: str) -> dict[str, str]: ...
-
-    def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool: ...
-
-    def accepted(self, sent: dict[str, str]) -> None: ...
-
-
-class _Retry:
-    """The authorizer handled a challenge: send the request again."""
-
-
-RETRY = _Retry()
-
-
-def _header_map(response: http.client.HTTPResponse) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for name, value in response.getheaders():
-        key = name.lower()
-        found[key] = f"{found[key]}\n{value}" if key in found else value
-    return found
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 class HttpChannel:
@@ -115,7 +83,7 @@ class HttpChannel:
     def open_stream(self, timeout: float) -> Opened:
         """GET the URL as an SSE stream; its endpoint event (the probe vets it) or a Failure."""
         self._drop_streams()
-        self._opening = SseStream(self.url, self, self._connect, self.extra)
+        self._opening = SseStream(self.url, self, self._connect, self.extra, self.auth)
         return self._opening.open(timeout)
 
     def use_endpoint(self, url: str) -> None:
@@ -206,7 +174,7 @@ class HttpChannel:
         return headers
 
     def _auth(self, method: str) -> dict[str, str]:
-        return self.auth.headers(method, self.url) if self.auth is not None else {}
+        return credentials(self.auth, self.url, method, self.url)
 
     def _headers(self, message: dict[str, Any], extra: dict[str, str] | None) -> dict[str, str]:
         headers = {**self.extra, **self._auth("POST"), "Content-Type": "application/json", "Accept": ACCEPT}
@@ -237,13 +205,9 @@ class HttpChannel:
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
         if self.sse is not None:
             return self.sse.exchange(message, timeout)
-        for _ in range(AUTH_ATTEMPTS):
-            event = self._exchange_once(message, timeout, headers)
-            if not isinstance(event, _Retry):
-                return event
-        return Failure("auth", f"{self.url} kept refusing the credentials after {AUTH_ATTEMPTS} attempts")
+        return retrying(lambda: self._exchange_once(message, timeout, headers), self.url)
 
-    def _exchange_once(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None) -> Event | _Retry:
+    def _exchange_once(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None) -> Event | Retry:
         try:
             conn = self._connect(timeout)
         except ValueError as exc:
@@ -256,11 +220,7 @@ class HttpChannel:
                 response.read(MAX_BODY)
                 return self._expired(sent["Mcp-Session-Id"])
             if response.status in (401, 403) and self.auth is not None:
-                response.read(MAX_BODY)
-                if self.auth.challenge(response.status, _header_map(response), sent, self.url):
-                    return RETRY
-                problem = self.auth.error or response.getheader("WWW-Authenticate") or "no challenge"
-                return Failure("auth", f"HTTP {response.status} ({problem})", response.status)
+                return challenged(self.auth, response, sent, self.url)
             if self.auth is not None:
                 self.auth.accepted(sent)
             return self._outcome(message, response, timeout)

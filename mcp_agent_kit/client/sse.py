@@ -5,9 +5,12 @@ the client POSTs every message to; replies, notifications and server requests al
 stream as `event: message`. `SseStream.open()` makes the GET and hands back the endpoint event
 as a probe Endpoint (or a Failure); `use(url)` starts the reader thread; `exchange()` registers
 the request id, POSTs, and waits for the reply on the stream. Server requests are answered with
-the owner's callbacks and the answers POSTed back. Rules: no protocol decisions (the probe
-resolves and vets the endpoint, same origin only); peer misbehaviour becomes a Failure, never
-an exception.
+the owner's callbacks and the answers POSTed back. With an Authorizer (OAuth) the GET stream
+and every POST carry its credentials, and a 401/403 on either takes the same challenge,
+discovery and refresh path as Streamable HTTP (client/authorizer.py); credentials go only to the
+stream's own origin, so an endpoint elsewhere would get none (the probe refuses such an endpoint
+anyway). Rules: no protocol decisions (the probe resolves and vets the endpoint, same origin
+only); peer misbehaviour becomes a Failure, never an exception.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, credentials, retrying
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
 from mcp_agent_kit.wire import jsonrpc
@@ -79,8 +83,10 @@ class Owner(Protocol):
 class SseStream:
     """One 2024-11-05 HTTP+SSE session: the GET stream at `url` and the endpoint it names."""
 
-    def __init__(self, url: str, owner: Owner, connect: Connect, headers: Mapping[str, str]) -> None:
+    def __init__(self, url: str, owner: Owner, connect: Connect, headers: Mapping[str, str],
+                 auth: Authorizer | None = None) -> None:
         self.url = url
+        self.auth = auth
         self.owner = owner
         self.endpoint: str | None = None
         self._connect = connect
@@ -95,17 +101,26 @@ class SseStream:
     # ---- opening -----------------------------------------------------------------------------------
     def open(self, timeout: float) -> Opened:
         """GET the stream; an Endpoint event, or a Failure saying why there is none."""
+        return retrying(lambda: self._open_once(timeout), self.url)
+
+    def _open_once(self, timeout: float) -> Opened | Retry:
         try:
             conn = self._connect(timeout)
         except ValueError as exc:
             return Failure("unreachable", str(exc))
         try:
-            conn.request("GET", path_of(self.url), headers={**self._headers, "Accept": "text/event-stream"})
+            sent = {**self._headers, **credentials(self.auth, self.url, "GET", self.url), "Accept": "text/event-stream"}
+            conn.request("GET", path_of(self.url), headers=sent)
             response = conn.getresponse()
+            if response.status in (401, 403) and self.auth is not None:
+                conn.close()
+                return challenged(self.auth, response, sent, self.url)
             failure = self._check(response)
             if failure is not None:
                 conn.close()
                 return failure
+            if self.auth is not None:
+                self.auth.accepted(sent)
             events = iter_sse(response)
             name, data = next(events, ("", ""))
         except TimeoutError:
@@ -197,27 +212,36 @@ class SseStream:
 
     # ---- sending -----------------------------------------------------------------------------------
     def _post(self, message: dict[str, Any], timeout: float) -> Failure | None:
-        if self.endpoint is None:
+        endpoint = self.endpoint
+        if endpoint is None:
             return Failure("invalid", "no endpoint to POST to")
-        headers = {**self._headers, "Content-Type": "application/json"}
+        return retrying(lambda: self._post_once(endpoint, message, timeout), endpoint)
+
+    def _post_once(self, endpoint: str, message: dict[str, Any], timeout: float) -> Failure | Retry | None:
+        sent = {**self._headers, **credentials(self.auth, self.url, "POST", endpoint),
+                "Content-Type": "application/json"}
         try:
             conn = self._connect(timeout)
             try:
-                conn.request("POST", path_of(self.endpoint), body=jsonrpc.encode(message), headers=headers)
+                conn.request("POST", path_of(endpoint), body=jsonrpc.encode(message), headers=sent)
                 response = conn.getresponse()
+                if response.status in (401, 403) and self.auth is not None:
+                    return challenged(self.auth, response, sent, endpoint)
                 body = response.read(4096)
             finally:
                 conn.close()
         except TimeoutError:
-            return Failure("timeout", f"POST {self.endpoint}: no answer within {timeout:g}s")
+            return Failure("timeout", f"POST {endpoint}: no answer within {timeout:g}s")
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            return Failure("exited", f"POST {self.endpoint}: {exc}")
+            return Failure("exited", f"POST {endpoint}: {exc}")
         status = response.status
         if status in (401, 403):
             return Failure("auth", f"HTTP {status}", status)
+        if self.auth is not None:
+            self.auth.accepted(sent)
         if status >= 300:
             kind: FailureKind = "http-5xx" if status >= 500 else "http-4xx"
-            return Failure(kind, f"POST {self.endpoint}: HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}")
+            return Failure(kind, f"POST {endpoint}: HTTP {status}: {body[:200].decode('utf-8', 'replace')!r}")
         return None
 
     def exchange(self, message: dict[str, Any], timeout: float) -> Event:

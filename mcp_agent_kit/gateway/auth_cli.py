@@ -25,7 +25,7 @@ from mcp_agent_kit.client.inputs import ClientError
 from mcp_agent_kit.client.oauth.discovery import protected_resource, resource_allowed
 from mcp_agent_kit.client.oauth.errors import OAuthError
 from mcp_agent_kit.client.oauth.factory import DEFAULT_PORT, check_settings, oauth_for
-from mcp_agent_kit.client.oauth.net import send
+from mcp_agent_kit.client.oauth.net import fetcher_for
 from mcp_agent_kit.client.oauth.store import FileStore, config_dir
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -37,14 +37,7 @@ def parser() -> Parser:
     commands = top.add_subparsers(dest="command", required=True, metavar="login | status | logout")
     login = commands.add_parser("login", help="log in to a server and cache its token")
     login.add_argument("url", metavar="URL", help="the MCP server's URL")
-    login.add_argument("--client-id", help="a client id registered with the server's authorization server")
-    login.add_argument("--client-secret-env", metavar="VAR", help="the environment variable holding its secret")
-    login.add_argument("--scopes", default="", metavar="S1,S2", help="scopes to ask for besides the server's")
-    login.add_argument("--redirect-port", type=port_number, default=DEFAULT_PORT,
-                       help=f"loopback port of the login redirect (default {DEFAULT_PORT})")
-    login.add_argument("--headless", action="store_true",
-                       help="follow the redirect without a browser (servers that approve on their own, CI)")
-    login.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
+    add_login_options(login)
     status = commands.add_parser("status", help="list the cached tokens (never their values)")
     status.add_argument("url", nargs="?", metavar="URL", help="only this server's")
     logout = commands.add_parser("logout", help="forget the cached tokens of a server")
@@ -53,23 +46,44 @@ def parser() -> Parser:
     return top
 
 
-def _store(args: Any) -> FileStore:
-    try:
-        return FileStore(args.cache)
-    except ValueError as exc:
-        raise CliError(str(exc), "delete the file to start afresh") from None
+def add_login_options(parser: Any) -> None:
+    """The options of a login, shared by `auth login` and `probe --login`."""
+    parser.add_argument("--client-id", help="a client id registered with the server's authorization server")
+    parser.add_argument("--client-secret-env", metavar="VAR", help="the environment variable holding its secret")
+    parser.add_argument("--scopes", default="", metavar="S1,S2", help="scopes to ask for besides the server's")
+    parser.add_argument("--redirect-port", type=port_number, default=DEFAULT_PORT,
+                        help=f"loopback port of the login redirect (default {DEFAULT_PORT})")
+    parser.add_argument("--headless", action="store_true",
+                        help="follow the redirect without a browser (servers that approve on their own, CI)")
+    parser.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
 
 
-def _login(args: Any, store: FileStore) -> int:
+def login_settings(args: Any, where: str) -> dict[str, Any]:
+    """The client/oauth settings those options give, checked (ValueError naming the problem)."""
     settings: dict[str, Any] = {"redirectPort": args.redirect_port, "headless": args.headless,
                                 "openBrowser": not args.no_browser,
-                                "scopes": [s for s in args.scopes.split(",") if s.strip()]}
+                                "scopes": [s.strip() for s in args.scopes.split(",") if s.strip()]}
     if args.client_id:
         settings["clientId"] = args.client_id
     if args.client_secret_env:
         settings["clientSecretEnv"] = args.client_secret_env
+    return check_settings(settings, where)
+
+
+def open_store(path: Path | None) -> FileStore:
     try:
-        oauth = oauth_for(args.url, check_settings(settings, "auth login"), store=store)
+        return FileStore(path)
+    except ValueError as exc:
+        raise CliError(str(exc), "delete the file to start afresh") from None
+
+
+def _store(args: Any) -> FileStore:
+    return open_store(args.cache)
+
+
+def _login(args: Any, store: FileStore) -> int:
+    try:
+        oauth = oauth_for(args.url, login_settings(args, "auth login"), store=store)
         for old in store.tokens():
             if resource_allowed(old.resource, args.url):
                 store.drop_token(old)
@@ -80,7 +94,7 @@ def _login(args: Any, store: FileStore) -> int:
     try:
         client.connect()
         client.list_tools()
-        if oauth.token is None and protected_resource(send, args.url, None) is None:
+        if oauth.token is None and protected_resource(fetcher_for(args.url), args.url, None) is None:
             print(f"{args.url} did not ask for authorization and publishes no protected-resource metadata: "
                   "nothing to log in to")
             return 0

@@ -2,7 +2,9 @@
 
 `probe [--timeout S] [--allow-legacy] -- CMD ARGS...` or `probe URL` prints one JSON object
 with the era, version, capabilities and tool names (or the reason when unavailable) and exits
-0 when the server is reachable, 1 when it is not, 2 on bad usage. `gateway CONFIG.json
+0 when the server is reachable, 1 when it is not, 2 on bad usage, 3 when it needs authorization
+that could not be had (one stderr line: run `auth login URL`, or pass --login). A URL is probed
+with the OAuth token `auth login` cached for it (refreshed when due); `--login` may log in too. `gateway CONFIG.json
 [--stdio | --http HOST:PORT]` serves many servers as one; a missing config file exits 2, a
 malformed one 1, each with one stderr line. Rules: argument parsing and output only; the logic
 lives in client/ and the gateway package. Both front doors live here, above client/, because
@@ -17,9 +19,11 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit.cli_common import (
+    PROG,
     USAGE,
     CliError,
     Parser,
@@ -35,7 +39,12 @@ from mcp_agent_kit.cli_common import (
 )
 from mcp_agent_kit.client.channel import PeerError
 from mcp_agent_kit.client.client import Client
+from mcp_agent_kit.client.oauth.factory import oauth_for
+from mcp_agent_kit.client.oauth.session import OAuth
+from mcp_agent_kit.gateway.auth_cli import add_login_options, login_settings, open_store
 from mcp_agent_kit.wire.jsonrpc import RpcError
+
+NEEDS_AUTH = 3  # probe's exit code when the server wants credentials it did not get
 
 
 def probe_parser() -> Parser:
@@ -47,17 +56,42 @@ def probe_parser() -> Parser:
         help="on silence, exit or garbage, still try the initialize handshake (on a fresh process)",
     )
     parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header")
+    oauth = parser.add_argument_group("OAuth (a URL is probed with the token 'auth login' cached for it)")
+    oauth.add_argument("--login", action="store_true",
+                       help="without a usable cached token, log in (as 'auth login' does) and cache the token")
+    oauth.add_argument("--cache", type=Path, default=None, metavar="FILE", help="the token cache (as 'auth --cache')")
+    add_login_options(oauth)
     parser.add_argument("target", nargs="+", metavar="URL | -- COMMAND ARGS",
                         help="an http(s) URL, or -- COMMAND ARGS... (a stdio server to start)")
     return parser
 
 
+def _oauth(url: str, headers: dict[str, str], args: argparse.Namespace) -> OAuth | None:
+    """The OAuth client for a probed URL: the cached token, and a login only with --login."""
+    if any(name.lower() == "authorization" for name in headers):
+        return None  # the caller brought their own credentials
+    settings = {**login_settings(args, "probe"), "login": args.login}
+    return oauth_for(url, settings, store=open_store(args.cache))
+
+
 def _make_client(target: list[str], args: argparse.Namespace) -> Client:
     options: dict[str, Any] = {"timeout": args.timeout, "allow_legacy": args.allow_legacy}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
-        headers = dict(item.split(":", 1) for item in args.header if ":" in item)
-        return Client.http(target[0], {k.strip(): v.strip() for k, v in headers.items()}, **options)
+        pairs = dict(item.split(":", 1) for item in args.header if ":" in item)
+        headers = {k.strip(): v.strip() for k, v in pairs.items()}
+        return Client.http(target[0], headers, auth=_oauth(target[0], headers, args), **options)
     return Client.stdio(target[0], target[1:], **options)
+
+
+def _needs_auth(url: str, auth: Any) -> int:
+    error = getattr(auth, "error", None)
+    if isinstance(auth, OAuth) and not auth.config.login:
+        return fail(f"{url} needs OAuth authorization and no usable token is cached for it",
+                    f"run '{PROG} auth login {url}' (or probe with --login)", NEEDS_AUTH)
+    if error:
+        return fail(f"authorization at {url} failed: {error}", "check the login options", NEEDS_AUTH)
+    return fail(f"{url} refused the request as unauthorized", "pass credentials with --header, or try --login",
+                NEEDS_AUTH)
 
 
 def main_probe(argv: list[str]) -> int:
@@ -65,6 +99,7 @@ def main_probe(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="probe: %(message)s")
     try:
         client = _make_client(list(args.target), args)
     except ValueError as exc:
@@ -82,6 +117,8 @@ def main_probe(argv: list[str]) -> int:
     finally:
         client.close()
     print(json.dumps(report, indent=2, sort_keys=True))
+    if verdict.auth:
+        return _needs_auth(args.target[0], getattr(client.channel, "auth", None))
     return 0 if verdict.era != "unavailable" else 1
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from mcp_agent_kit.auth.dpop import Request
 from mcp_agent_kit.auth.resource import Refusal
 
 if TYPE_CHECKING:
@@ -73,9 +74,11 @@ class Policy:
     def auth_required(self) -> bool:
         return bool(self._tokens) or self.oauth is not None
 
-    def authorize(self, authorization: str | None) -> str | None:
+    def authorize(self, authorization: str | None, method: str = "", path: str = "",
+                  proofs: tuple[str, ...] = ()) -> str | None:
         """Who sent the request: None when no authentication is configured, else the principal of
-        a valid static token or OAuth access token; Refusal (401/403 and its challenge) otherwise."""
+        a valid static token or OAuth access token; Refusal (401/403 and its challenge) otherwise.
+        method, path and the DPoP header values are what a DPoP proof is checked against."""
         if not self.auth_required:
             return None
         if self._tokens:
@@ -83,7 +86,8 @@ class Policy:
             if found is not None:
                 return found
         if self.oauth is not None:
-            return self.oauth.authenticate(authorization).principal
+            request = Request(method, self.oauth.request_url(path), proofs)
+            return self.oauth.authenticate(authorization, request=request).principal
         sent = bool((authorization or "").strip())
         challenge = f'Bearer realm="{self.realm}"' + (', error="invalid_token"' if sent else "")
         raise Refusal(401, challenge, "a valid bearer token is required")

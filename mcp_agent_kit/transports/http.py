@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
 from mcp_agent_kit.core.dispatcher import Connection, Dispatcher, bare_key_hint
@@ -187,7 +188,8 @@ class McpRequestHandler(Handler):
             self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
             return False, None
         try:
-            principal = policy.authorize(self.headers.get("Authorization"))
+            principal = policy.authorize(self.headers.get("Authorization"), self.command, self.path,
+                                         proofs_in(self.headers.get("DPoP")))
         except Refusal as refused:
             self.close_connection = True
             what = "Forbidden" if refused.status == 403 else "Unauthorized"

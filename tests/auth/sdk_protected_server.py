@@ -1,10 +1,12 @@
-"""An official-SDK (mcp 2.x) MCP server protected by the SDK's own authorization server (mcp.server.auth).
+"""An official-SDK MCP server protected by the SDK's own authorization server (mcp.server.auth).
 
-`python sdk_protected_server.py PORT [EXPIRES_IN]`: serves `/mcp` with one tool (`add`), the SDK's
+`python sdk_protected_server.py PORT [EXPIRES_IN [sse]]`: serves `/mcp` with one tool (`add`), the SDK's
 AS routes (RFC 8414 metadata, /register, /authorize, /token) and its protected-resource metadata
 on 127.0.0.1:PORT. The provider keeps everything in memory and approves every authorization at
 once (it redirects straight back with a code), so a headless client can complete the flow; it
-binds tokens to the RFC 8707 resource the client asked for and the SDK refuses any other.
+binds tokens to the RFC 8707 resource the client asked for and the SDK refuses any other. With
+`sse` (run by the legacy oracle, mcp 1.x) it serves the 2024-11-05 HTTP+SSE transport instead: the
+GET stream at `/sse` and the POST endpoint `/messages/`, both behind the same bearer check.
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
-from mcp.server.mcpserver import MCPServer
+
+try:
+    from mcp.server.mcpserver import MCPServer
+except ImportError:  # mcp 1.x, the legacy oracle
+    from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[assignment,no-redef]
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PORT = int(sys.argv[1])
 EXPIRES_IN = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
+SSE = sys.argv[3:] == ["sse"]
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -52,7 +59,7 @@ class Provider:
             code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource,
             subject="alice")
-        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=BASE)
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=ISSUER)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
         return self.codes.get(code)
@@ -85,16 +92,14 @@ class Provider:
         self.tokens.pop(token.token, None)
 
 
-app = MCPServer(
-    "protected",
-    auth_server_provider=Provider(),
-    auth=AuthSettings(
-        issuer_url=BASE, resource_server_url=f"{BASE}/mcp", validate_token_resource=True,
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp:tools"],
-                                                              default_scopes=["mcp:tools"]),
-        required_scopes=["mcp:tools"],
-    ),
+AUTH = AuthSettings(
+    issuer_url=BASE, resource_server_url=f"{BASE}/{'sse' if SSE else 'mcp'}", validate_token_resource=True,
+    client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp:tools"],
+                                                          default_scopes=["mcp:tools"]),
+    required_scopes=["mcp:tools"],
 )
+ISSUER = str(AUTH.issuer_url)  # as the SDK publishes it (1.x adds a trailing slash)
+app = MCPServer("protected", auth_server_provider=Provider(), auth=AUTH)
 
 
 @app.tool()
@@ -103,4 +108,4 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-uvicorn.run(app.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+uvicorn.run(app.sse_app() if SSE else app.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")

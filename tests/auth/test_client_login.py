@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,34 +22,17 @@ import anyio
 import pytest
 
 from mcp_agent_kit.client import Client
-from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth
+from mcp_agent_kit.client.oauth import FileStore, HeadlessRedirect, MemoryStore, OAuth
+from tests.auth.conftest import serve_protected
 from tests.auth.sdk_as import protected_server
-from tests.net import free_port, wait_listening
+from tests.net import free_port
 
-SERVER = Path(__file__).with_name("sdk_protected_server.py")
 PY = sys.executable
-
-
-def _serve(expires_in: int) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([PY, str(SERVER), str(port), str(expires_in)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def protected() -> Iterator[str]:
-    yield from _serve(3600)
 
 
 @pytest.fixture
 def short_lived() -> Iterator[str]:
-    yield from _serve(20)  # inside the refresh margin: every request refreshes first
+    yield from serve_protected(20)  # a 20 s lifetime: refreshed 5 s (a quarter) before expiry, not 60 s
 
 
 def test_gateway_logs_in_to_a_protected_sdk_server_and_serves_its_tools(protected: str, tmp_path: Path) -> None:
@@ -106,15 +90,17 @@ def test_auth_login_status_logout(protected: str, tmp_path: Path) -> None:
 
 def test_a_token_near_expiry_is_refreshed_and_never_logged(short_lived: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    skew = [0.0]  # the injected clock runs ahead of the server's by this much
     oauth = OAuth(short_lived, redirector=HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback"),
-                  store=MemoryStore())
+                  store=MemoryStore(), clock=lambda: time.time() + skew[0])
     seen = []
     with Client.http(short_lived, auth=oauth) as client:
-        for a in range(3):
+        for a, ahead in enumerate((0.0, 10.0, 16.0, 16.0)):  # 20, 10, 4 (< 5: refresh) and 20 s left
+            skew[0] = ahead
             assert client.call_tool("add", {"a": a, "b": 1})["content"][0]["text"] == str(a + 1)
             assert oauth.token is not None
             seen.append(oauth.token.access_token)
-    assert len(set(seen)) == 3  # each call went out with a freshly refreshed token
+    assert seen[0] == seen[1] != seen[2] == seen[3]  # used for most of its life, refreshed once near the end
     assert oauth.headers("POST", "http://127.0.0.1:1/elsewhere") == {}  # never to another origin
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert not any(token in logged for token in seen)
@@ -149,3 +135,26 @@ def test_both_halves_our_client_logs_in_to_our_server_through_the_sdk_authorizat
         running.server.shutdown()
         running.server.server_close()
         authority.close()
+
+
+def test_two_clients_sharing_the_cache_do_not_spend_each_others_refresh_tokens(short_lived: str,
+                                                                                tmp_path: Path) -> None:
+    """The SDK's server rotates refresh tokens: a second process refreshing with the old one would
+    be refused. It adopts the token the first one stored instead, and neither logs in again."""
+    path, skew = tmp_path / "oauth.json", [0.0]
+    redirect = HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback")
+    first = OAuth(short_lived, redirector=redirect, store=FileStore(path), clock=lambda: time.time() + skew[0])
+    with Client.http(short_lived, auth=first) as client:
+        client.call_tool("add", {"a": 1, "b": 1})
+    second = OAuth(short_lived, redirector=redirect, store=FileStore(path), clock=lambda: time.time() + skew[0])
+    assert second.token is not None and first.token is not None
+    assert second.token.access_token == first.token.access_token  # the cached token, no login
+    skew[0] = 16.0  # both see the token as due
+    with Client.http(short_lived, auth=first) as client:
+        client.call_tool("add", {"a": 1, "b": 2})  # the first refreshes (and rotates the refresh token)
+    refreshed = first.token
+    with Client.http(short_lived, auth=second) as client:
+        assert client.call_tool("add", {"a": 2, "b": 2})["content"][0]["text"] == "4"
+    assert second.token is not None and refreshed is not None
+    assert second.token.access_token == refreshed.access_token  # adopted, not refreshed again or logged in anew
+    assert [t.access_token for t in FileStore(path).tokens()] == [refreshed.access_token]

@@ -36,8 +36,8 @@ def test_the_metadata_document_and_where_it_lives(resource: ProtectedResource) -
 def test_no_token_is_401_without_an_error_code(resource: ProtectedResource, sent: str | None) -> None:
     got = refusal(resource, sent)
     assert got.status == 401
-    assert got.challenge == ('Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", '
-                             'scope="mcp:read"')
+    prm = 'resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", scope="mcp:read"'
+    assert got.challenge == f'Bearer {prm}, DPoP algs="ES256 RS256 PS256", {prm}'
 
 
 def test_a_bad_token_is_401_invalid_token(resource: ProtectedResource) -> None:

@@ -70,9 +70,9 @@ def test_the_protected_resource_metadata_is_served_at_both_well_known_urls(mcp: 
 def test_no_token_gets_the_challenge_without_an_error_code(mcp: Running) -> None:
     status, headers, _ = mcp.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
     assert status == 401
-    assert headers["www-authenticate"] == (
-        f'Bearer resource_metadata="http://127.0.0.1:{mcp.port}/.well-known/oauth-protected-resource/mcp", '
-        'scope="mcp:tools"')
+    prm = (f'resource_metadata="http://127.0.0.1:{mcp.port}/.well-known/oauth-protected-resource/mcp", '
+           'scope="mcp:tools"')
+    assert headers["www-authenticate"] == f'Bearer {prm}, DPoP algs="ES256 RS256 PS256", {prm}'
 
 
 def test_tokens_for_another_audience_or_without_the_scope_are_refused(mcp: Running,

@@ -5,7 +5,8 @@ environment variable holding it), `issuer` (the authorization server pre-registe
 belong to), `clientMetadataUrl`, `scopes` (a list), `redirectPort` (the loopback port for the
 login redirect, default DEFAULT_PORT, so a dynamic registration is reused across logins),
 `headless` (follow the redirect without a browser: for servers that approve on their own, as in
-CI), `openBrowser` (default true). Tokens go to the FileStore under the user's config directory.
+CI), `openBrowser` (default true), `login` (default true; false: only a cached token and its
+refresh, never a new login — `probe` without `--login`). Tokens go to the FileStore under the user's config directory.
 Rules: validation raises ValueError naming the key; nothing here talks to a server.
 """
 
@@ -21,7 +22,7 @@ from mcp_agent_kit.client.oauth.store import FileStore, TokenStore
 
 DEFAULT_PORT = 8976
 KEYS = {"clientId": str, "clientSecret": str, "clientSecretEnv": str, "issuer": str, "clientMetadataUrl": str,
-        "scopes": list, "redirectPort": int, "headless": bool, "openBrowser": bool}
+        "scopes": list, "redirectPort": int, "headless": bool, "openBrowser": bool, "login": bool}
 
 _KINDS = {str: "string", list: "list", int: "whole number", bool: "boolean (true or false)"}
 
@@ -64,6 +65,6 @@ def oauth_for(url: str, settings: dict[str, Any], store: TokenStore | None = Non
               store_path: Path | None = None) -> OAuth:
     config = OAuthConfig(client_id=settings.get("clientId"), client_secret=_secret(settings),
                          issuer=settings.get("issuer"), client_metadata_url=settings.get("clientMetadataUrl"),
-                         scopes=list(settings.get("scopes", [])))
+                         scopes=list(settings.get("scopes", [])), login=bool(settings.get("login", True)))
     return OAuth(url, config, redirector=redirector_for(settings),
                  store=store if store is not None else FileStore(store_path))

@@ -1,7 +1,9 @@
 """client.oauth.session: `OAuth`, the per-server authorization an HttpChannel consults.
 
 `headers(method, url)` gives the Authorization (and DPoP) headers for a request to the server —
-nothing for any other origin; a token close to expiry is refreshed first. `challenge(status,
+nothing for any other origin; a token close to expiry (store.Token.refresh_margin: min(60 s, a
+quarter of its lifetime), by the injectable `clock`) is refreshed first — unless the store already
+holds a newer token for it (another process refreshed it). `challenge(status,
 response headers, sent headers)` handles a 401/403 and says whether to send the request again:
 a DPoP `use_dpop_nonce` is retried with the nonce; a 403 `insufficient_scope` re-authorizes with
 the union of the scopes asked for so far and the challenged ones (SEP-2350), at most
@@ -19,6 +21,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -26,16 +29,15 @@ from urllib.parse import urlencode
 from mcp_agent_kit.auth.signer import EcKey
 from mcp_agent_kit.client.oauth import discovery as disco
 from mcp_agent_kit.client.oauth.challenge import pick
-from mcp_agent_kit.client.oauth.errors import OAuthError
+from mcp_agent_kit.client.oauth.errors import LoginNeeded, OAuthError
 from mcp_agent_kit.client.oauth.grants import JWT_BEARER, TOKEN_EXCHANGE, ClientAuth, Dpop, pkce_pair, request_token
-from mcp_agent_kit.client.oauth.net import Send, origin, post_json, send
+from mcp_agent_kit.client.oauth.net import Fetcher, Send, fetcher_for, origin, post_json
 from mcp_agent_kit.client.oauth.redirect import HeadlessRedirect, Redirector
 from mcp_agent_kit.client.oauth.store import MemoryStore, Registration, Token, TokenStore
 
 log = logging.getLogger("mcp_agent_kit.client.oauth")
 MAX_STEP_UPS = 2
 RETRY_AFTER = 60.0  # seconds a failed login stays failed before a new challenge may start another
-REFRESH_MARGIN = 60.0  # seconds before expiry a token is refreshed
 GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "token_exchange")
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 
@@ -57,6 +59,7 @@ class OAuthConfig:
     exchange: dict[str, str] = field(default_factory=dict)  # token_exchange: idp_token_endpoint, idp_id_token...
     refresh: bool = True  # ask for refresh tokens (offline_access when the server lists it)
     dpop: bool = True  # use DPoP when the authorization server offers ES256 proofs
+    login: bool = True  # False: use a cached token (and its refresh) only, never start a new grant
 
     def __post_init__(self) -> None:
         if self.grant not in GRANTS:
@@ -71,12 +74,14 @@ class OAuth:
     """Authorization for one MCP server URL."""
 
     def __init__(self, server_url: str, config: OAuthConfig | None = None, *, redirector: Redirector | None = None,
-                 store: TokenStore | None = None, transport: Send = send) -> None:
+                 store: TokenStore | None = None, transport: Send | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.server_url = server_url
         self.config = config or OAuthConfig()
         self.redirector = redirector or HeadlessRedirect()
         self.store: TokenStore = store if store is not None else MemoryStore()
-        self.send = transport
+        self.send = transport if transport is not None else fetcher_for(server_url)  # SSRF rules: net.py
+        self.clock = clock  # wall-clock seconds: expiry times are absolute
         self.origin = origin(server_url)
         self.token: Token | None = self._cached()
         self.requested: list[str] = self.token.scope.split() if self.token else []
@@ -95,8 +100,8 @@ class OAuth:
             return {}
         with self._lock:
             token = self.token
-            if token is not None and token.refresh_token and token.expires_within(REFRESH_MARGIN):
-                token = self._refresh_quietly(token)
+            if token is not None and token.refresh_token and token.refresh_due(self.clock()):
+                token = self._adopt_newer(token) or self._refresh_quietly(token)
         if token is None:
             return {}
         if token.dpop and self.dpop is not None:
@@ -106,7 +111,8 @@ class OAuth:
 
     def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool:
         """Handle a 401/403 from the server; True when the request should be sent again."""
-        found = pick(response.get("www-authenticate", ""))
+        used = sent.get("Authorization", "").partition(" ")[0].lower()  # its challenge carries the error
+        found = pick(response.get("www-authenticate", ""), (used, "dpop", "bearer") if used else ("dpop", "bearer"))
         params = found.params if found else {}
         with self._lock:
             held = self.token.access_token if self.token else None
@@ -124,7 +130,8 @@ class OAuth:
                 return self._reauthorize(params)
             except OAuthError as exc:
                 self.error, self._failed_at = str(exc), time.monotonic()
-                log.error("authorization for %s failed: %s", self.server_url, exc)
+                log.log(logging.INFO if isinstance(exc, LoginNeeded) else logging.ERROR,
+                        "authorization for %s failed: %s", self.server_url, exc)
                 return False
 
     def accepted(self, sent: dict[str, str]) -> None:
@@ -148,15 +155,32 @@ class OAuth:
         wanted = (params.get("scope") or "").split()
         if not wanted or set(wanted) <= set(self.requested) or self.step_ups >= MAX_STEP_UPS:
             return False  # nothing new to ask for: the refusal is permanent
+        self._may_log_in()
         self.step_ups += 1
         self._discover(params.get("resource_metadata"))
         self._obtain(_union(self.requested, wanted))
         return True
 
+    def _adopt_newer(self, held: Token | None) -> Token | None:
+        """A token another process (or client) stored for the same key since `held` was read: use
+        it rather than spend a refresh token that process may have rotated already."""
+        if held is None:
+            return None
+        for token in self.store.tokens():
+            if token.key() == held.key() and token.access_token != held.access_token \
+                    and not token.refresh_due(self.clock()):
+                self.token = token
+                return token
+        return None
+
     def _reauthorize(self, params: dict[str, str]) -> bool:
+        if self._adopt_newer(self.token) is not None:
+            return True
         old, self.token = self.token, None
         if old is not None:
             self.store.drop_token(old)
+        if old is None or not old.refresh_token:
+            self._may_log_in()
         found = self._discover(params.get("resource_metadata"))
         if old is not None and old.access_token == self._unproven and old.issuer == found.issuer:
             why = params.get("error_description") or params.get("error") or "no reason given"
@@ -168,9 +192,14 @@ class OAuth:
                 return True
             except OAuthError as exc:
                 log.info("refreshing the token for %s failed (%s); authorizing again", self.server_url, exc)
+        self._may_log_in()
         challenged = (params.get("scope") or "").split()
         self._obtain(_union(challenged or found.scopes_supported, self.config.scopes))
         return True
+
+    def _may_log_in(self) -> None:
+        if not self.config.login:
+            raise LoginNeeded(f"{self.server_url} needs OAuth authorization and no usable token is cached for it")
 
     def _discover(self, header_url: str | None) -> disco.Discovery:
         self.found = disco.discover(self.send, self.server_url, header_url, self.config.issuer)
@@ -231,6 +260,8 @@ class OAuth:
             if "offline_access" in scopes:
                 query["prompt"] = "consent"
         endpoint = self._endpoint(found, "authorization_endpoint")
+        if isinstance(self.send, Fetcher):
+            self.send.check(endpoint)  # the browser (or the headless redirect) goes there: the same rules
         answer = self.redirector.authorize(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
         self._check_iss(found, answer.get("iss"))
         if not secrets.compare_digest(answer.get("state", ""), state):
@@ -309,11 +340,12 @@ class OAuth:
     def _keep(self, answer: dict[str, Any], found: disco.Discovery, client_id: str, asked: str) -> None:
         expires = answer.get("expires_in")
         refresh = answer.get("refresh_token")
+        now = self.clock()
         token = Token(str(answer["access_token"]), str(answer.get("token_type") or "Bearer"), found.resource,
                       found.issuer, client_id,
-                      time.time() + float(expires) if isinstance(expires, (int, float)) else None,
+                      now + float(expires) if isinstance(expires, (int, float)) else None,
                       refresh if isinstance(refresh, str) else None, str(answer.get("scope") or asked),
-                      str(answer.get("token_type", "")).lower() == "dpop")
+                      str(answer.get("token_type", "")).lower() == "dpop", issued_at=now)
         self.token = token
         self._unproven = token.access_token
         self.store.put_token(token)
@@ -323,12 +355,21 @@ class OAuth:
         if found is None or found.issuer != old.issuer:
             metadata = disco.authorization_server(self.send, old.issuer)
             found = self.found = disco.Discovery(old.resource, old.issuer, metadata)
-        coded = self.config.grant == "authorization_code"
-        auth = self._client_auth(found, self.redirector.redirect_uri if coded else "")
+        auth = self._refresh_auth(found, old)
         form = {"grant_type": "refresh_token", "refresh_token": old.refresh_token or "", "resource": old.resource}
         answer = request_token(self.send, self._endpoint(found, "token_endpoint"), form, auth, self.dpop)
         answer.setdefault("refresh_token", old.refresh_token)
         self._keep(answer, found, auth.client_id, old.scope)
+
+    def _refresh_auth(self, found: disco.Discovery, old: Token) -> ClientAuth:
+        """The client the token was issued to: its own registration, whatever redirect URI it was made
+        with (`auth login --redirect-port` one day, the gateway's default port the next)."""
+        if self.config.client_id is None:
+            for known in self.store.registrations():
+                if known.issuer == old.issuer and known.client_id == old.client_id:
+                    return ClientAuth(known.client_id, known.auth_method, known.client_secret, None, old.issuer)
+        coded = self.config.grant == "authorization_code"
+        return self._client_auth(found, self.redirector.redirect_uri if coded else "")
 
     def _refresh_quietly(self, token: Token) -> Token | None:
         try:
