@@ -3,7 +3,8 @@
 One program name (`mcp-agent-kit`, subcommands shown as `mcp-agent-kit SUBCOMMAND`), one error
 shape (`PROG: <problem>; <fix>` on ONE stderr line, exit 2 for usage errors and 1 for failures),
 one spelling per meaning (`--force`, `--out DIR`, `--http HOST:PORT`; older spellings stay as
-aliases hidden from --help), and one guard that keeps known user mistakes and a closed stdout
+aliases hidden from --help; `--store`/`--secret-file`/`--store-lease` for every server that can run
+as one of several replicas), and one guard that keeps known user mistakes and a closed stdout
 (`mcp-agent-kit --help | head -1`) free of tracebacks. Rules: standard library only, cheap to
 import (the front door loads it on every run); no subcommand logic.
 """
@@ -14,7 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from mcp_agent_kit.loader import TargetError
 
@@ -213,3 +214,90 @@ def guarded(run: Callable[[], int], name: str = PROG) -> int:
         return fail(exc.problem, exc.fix, exc.code, name)
     except TargetError as exc:
         return fail(str(exc), None, USAGE, name)
+
+
+SECRET_ENV = "MCP_AGENT_KIT_SECRET"
+MIN_SECRET_BYTES = 32
+DEFAULT_LEASE_S = 30.0
+
+
+class StoreOptions(NamedTuple):
+    """What `--store`, `--secret-file` and `--store-lease` give a server: the opened store, the
+    shared secret (None when none was given and the store is not shared: the server keeps its own
+    per-process random one, as without a store), the lease in seconds, and this process's holder id."""
+
+    store: Any  # mcp_agent_kit.store.Store (typed loosely: this module stays cheap to import)
+    secret: bytes | None
+    lease_s: float
+    replica: str
+
+
+def lease_seconds(value: str) -> float:
+    """argparse type: a lease in seconds, 1 to 3600."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 1.0 <= seconds <= 3600.0:
+        raise argparse.ArgumentTypeError(f"lease must be a number of seconds from 1 to 3600, got {value!r}")
+    return seconds
+
+
+def add_store_options(parser: Any) -> None:
+    """`--store URL`, `--secret-file FILE` and `--store-lease SECONDS`, shared by serve, a2a and gateway."""
+    group = parser.add_argument_group("shared store (several replicas behind one load balancer; docs/store.md)")
+    group.add_argument("--store", metavar="URL",
+                       help="where tasks and sessions live: memory (default), sqlite:///path or postgresql://...")
+    group.add_argument("--secret-file", metavar="FILE",
+                       help=f"the secret every replica shares (at least {MIN_SECRET_BYTES} bytes; "
+                            f"else ${SECRET_ENV}); required with a sqlite or postgresql store")
+    group.add_argument("--store-lease", metavar="SECONDS", type=lease_seconds, default=DEFAULT_LEASE_S,
+                       help="the lease a replica holds on work it runs, renewed every third of it (default 30)")
+
+
+def _read_secret(path: str | None) -> bytes | None:
+    """The secret from --secret-file, else from $MCP_AGENT_KIT_SECRET, stripped; None when neither is given."""
+    fix = f"write at least {MIN_SECRET_BYTES} random bytes, e.g. `openssl rand -hex 32 > secret`"
+    if path:
+        try:
+            with open(path, "rb") as handle:
+                secret = handle.read(65_537).strip()
+        except OSError as exc:
+            raise CliError(f"cannot read --secret-file {path}: {exc.strerror or exc}", fix, USAGE) from None
+        where = f"--secret-file {path}"
+    elif os.environ.get(SECRET_ENV, "").strip():
+        secret, where = os.environ[SECRET_ENV].encode().strip(), f"${SECRET_ENV}"
+    else:
+        return None
+    if len(secret) < MIN_SECRET_BYTES:
+        raise CliError(f"the secret in {where} is {len(secret)} bytes, shorter than {MIN_SECRET_BYTES}", fix, USAGE)
+    return secret
+
+
+def replica_id() -> str:
+    """A holder id unique to this process: host:pid:random."""
+    import secrets
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def store_from_args(args: Any) -> StoreOptions:
+    """Open the store the flags name. CliError (exit 2, one line) for a bad URL, an unreadable or
+    short secret, or a shared store without a secret (each replica would sign with its own random
+    secret, and a round or task id one replica handed out would be refused by the others)."""
+    from mcp_agent_kit.store import StoreError, open_store
+
+    url: str | None = getattr(args, "store", None)
+    scheme = "" if url is None else url.split(":", 1)[0].lower()
+    secret = _read_secret(getattr(args, "secret_file", None))
+    if scheme in ("sqlite", "postgresql", "postgres") and secret is None:
+        raise CliError(f"--store {scheme}: needs the secret all replicas share (a per-process "
+                       "random secret would break the rounds and task ids other replicas hand out)",
+                       f"give --secret-file FILE or set ${SECRET_ENV} (at least {MIN_SECRET_BYTES} bytes)", USAGE)
+    try:
+        store = open_store(url)
+    except StoreError as exc:
+        raise CliError(f"cannot open --store: {exc}", "see docs/store.md for the URL forms", USAGE) from None
+    lease = getattr(args, "store_lease", DEFAULT_LEASE_S)
+    return StoreOptions(store, secret, float(lease), replica_id())

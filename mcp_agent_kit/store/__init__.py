@@ -21,9 +21,9 @@ def open_store(url: str | None) -> Store:
         return MemoryStore()
     scheme = url.split(":", 1)[0].lower()
     if scheme == "sqlite":
-        from mcp_agent_kit.store.sqlite import SqliteStore  # type: ignore[import-not-found, unused-ignore]
+        from mcp_agent_kit.store.sqlite import SqliteStore
 
-        return SqliteStore(url)  # type: ignore[no-any-return, unused-ignore]
+        return SqliteStore(url)
     if scheme in ("postgresql", "postgres"):
         from mcp_agent_kit.store.postgres import PostgresStore  # type: ignore[import-not-found, unused-ignore]
 

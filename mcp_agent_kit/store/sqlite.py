@@ -1,0 +1,300 @@
+"""sqlite: the Store contract in one sqlite3 file — one host, any number of processes.
+
+URL: `sqlite:///NAME` is a path relative to the working directory (`sqlite:///state/kit.db`),
+`sqlite:////ABS` an absolute one (`sqlite:////var/lib/kit/kit.db`) — the SQLAlchemy spelling.
+The directory must exist; a new file is created with mode 0600.
+
+Safety across processes: the file is in WAL mode with a busy timeout; every write that reads
+before it writes runs in `BEGIN IMMEDIATE` (the file's one write lock), so insert-if-absent (the
+PRIMARY KEY), compare-and-set (`UPDATE ... WHERE version = ?`) and the next event number of a
+channel (MAX(seq) + 1) are atomic against every other process. Notifications go through a
+`notifications` table: `notify` appends a row (and calls this store's own listeners at once); the
+first `subscribe` starts one thread that polls the table every POLL_S for rows other stores wrote;
+rows older than KEEP_S are pruned. Schema: MIGRATIONS, applied on open under `BEGIN IMMEDIATE`.
+
+Rules: standard library only; one connection per store, used under one lock; sqlite3 errors never
+leave this module (StoreError); listeners are called outside the lock.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp_agent_kit.store import sql
+from mcp_agent_kit.store.base import Listener, Page, Record, StoreError
+
+POLL_S = 0.05  # how often a subscribed store looks for other processes' notifications
+KEEP_S = 60.0  # notifications older than this are pruned
+BUSY_MS = 10_000  # how long a statement waits for another process's write lock
+
+# version -> the statements that bring the schema from version - 1 to it (an ordered table; append only)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE records (kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL,"
+        " owner TEXT NOT NULL, grp TEXT NOT NULL, state TEXT NOT NULL, ord TEXT NOT NULL,"
+        " version INTEGER NOT NULL, holder TEXT, lease_until REAL, expires REAL, PRIMARY KEY (kind, key))"
+        " WITHOUT ROWID",
+        "CREATE INDEX records_by_order ON records (kind, ord, key)",
+        "CREATE INDEX records_by_owner ON records (kind, owner, ord, key)",
+        "CREATE INDEX records_by_lease ON records (kind, lease_until) WHERE lease_until IS NOT NULL",
+        "CREATE INDEX records_by_expiry ON records (kind, expires) WHERE expires IS NOT NULL",
+        "CREATE TABLE events (channel TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,"
+        " PRIMARY KEY (channel, seq)) WITHOUT ROWID",
+        "CREATE TABLE notifications (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL,"
+        " channel TEXT NOT NULL, payload TEXT NOT NULL)",
+        "CREATE INDEX notifications_by_age ON notifications (at)",
+    ),
+)
+_CONFLICT = "ON CONFLICT (kind, key) DO NOTHING"
+
+
+def path_of(url: str) -> str:
+    """The file a `sqlite:///...` URL names; StoreError for any other form."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///" or "?" in url or "#" in url:
+        raise StoreError(f"bad sqlite URL {url!r}: use sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    return url[len("sqlite:///"):]
+
+
+class SqliteStore:
+    """Records, event logs and notifications in one sqlite3 file (`shared` is True)."""
+
+    shared = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = path_of(url)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            raise StoreError(f"cannot open {url}: the directory {directory} does not exist (create it first)")
+        try:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600))
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_MS / 1000)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            self._wal()
+            self._db.execute("PRAGMA synchronous = NORMAL")
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open {url}: {exc}") from None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._listeners: dict[int, Listener] = {}
+        self._next_listener = 0
+        self._mine: set[int] = set()  # notification ids this store wrote (its listeners heard them already)
+        self._poller: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._last_prune = 0.0
+        self.migrate()
+
+    def _wal(self) -> None:
+        for _ in range(50):  # another process may hold the lock that switching to WAL needs
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                time.sleep(0.1)
+        raise sqlite3.OperationalError("database is locked (could not switch to WAL)")
+
+    @contextmanager
+    def _tx(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; `write` wraps the block in BEGIN IMMEDIATE ... COMMIT."""
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"the store {self.url} is closed")
+            try:
+                if write:
+                    self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    if write:
+                        self._db.execute("ROLLBACK")
+                    raise
+                if write:
+                    self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.url}: {exc}") from None
+
+    # ---- schema ---------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        with self._tx() as db:
+            return _version(db)
+
+    def migrate(self) -> tuple[int, int]:
+        """Bring the schema up to date (each step once, whoever runs it); (version before, after)."""
+        with self._tx(write=True) as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            before = _version(db)
+            if before > len(MIGRATIONS):
+                raise sql.newer_than_code(before, len(MIGRATIONS), self.url)
+            for steps in MIGRATIONS[before:]:
+                for statement in steps:
+                    db.execute(statement)
+            if before < len(MIGRATIONS):
+                db.execute("DELETE FROM schema_version")
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
+        return before, len(MIGRATIONS)
+
+    # ---- records --------------------------------------------------------------------------
+    def insert(self, record: Record, *, lease_s: float | None = None) -> bool:
+        lease_until = time.time() + lease_s if lease_s is not None else record.lease_until
+        params = sql.insert_params(record, lease_until)
+        with self._tx() as db:
+            return db.execute(sql.insert_sql("?", _CONFLICT), params).rowcount == 1
+
+    def get(self, kind: str, key: str) -> Record | None:
+        with self._tx() as db:
+            row = db.execute(f"SELECT {sql.COLUMNS} FROM records WHERE kind = ? AND key = ?", (kind, key)).fetchone()
+        return None if row is None else sql.row_record(row)
+
+    def update(self, record: Record, *, expect_version: int | None = None) -> Record | None:
+        params = sql.update_params(record, expect_version)
+        with self._tx() as db:
+            row = db.execute(sql.update_sql("?", expect_version is not None), params).fetchone()
+        return None if row is None else record._replace(version=int(row[0]))
+
+    def delete(self, kind: str, key: str) -> bool:
+        with self._tx() as db:
+            return db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount == 1
+
+    def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
+              states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
+              limit: int = 100) -> Page:
+        filters, params = sql.where("?", kind, owner, group, states)
+        with self._tx() as db:  # one read transaction: the total and the page agree
+            db.execute("BEGIN")
+            try:
+                total = db.execute(f"SELECT COUNT(*) FROM records WHERE {filters}", params).fetchone()[0]
+                rows = db.execute(sql.page_sql("?", filters, before is not None),
+                                  sql.page_params(params, before, limit)).fetchall()
+            finally:
+                db.execute("COMMIT")
+        return Page([sql.row_record(row) for row in rows], int(total))
+
+    def count(self, kind: str, *, owner: str | None = None, states: Iterable[str] | None = None) -> int:
+        filters, params = sql.where("?", kind, owner, None, states)
+        with self._tx() as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM records WHERE {filters}", params).fetchone()[0])
+
+    # ---- leases ---------------------------------------------------------------------------
+    def renew(self, kind: str, keys: Iterable[str], holder: str, lease_s: float) -> int:
+        until = time.time() + lease_s
+        renewed = 0
+        with self._tx(write=True) as db:
+            for batch in sql.batches(keys):
+                renewed += db.execute(sql.renew_sql("?", len(batch)), (until, kind, holder, *batch)).rowcount
+        return renewed
+
+    def lapsed(self, kind: str, states: Iterable[str], now: float) -> list[Record]:
+        filters, params = sql.where("?", kind, states=states)
+        with self._tx() as db:
+            rows = db.execute(sql.lapsed_sql("?", filters), (*params, now)).fetchall()
+        return [sql.row_record(row) for row in rows]
+
+    def purge(self, kind: str, now: float) -> int:
+        with self._tx() as db:
+            return int(db.execute("DELETE FROM records WHERE kind = ? AND expires < ?", (kind, now)).rowcount)
+
+    # ---- event logs -----------------------------------------------------------------------
+    def append(self, channel: str, event: dict[str, Any]) -> int:
+        text = sql.dumps(event)
+        with self._tx(write=True) as db:  # the write lock makes MAX + 1 gap-free across processes
+            seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE channel = ?",
+                                 (channel,)).fetchone()[0])
+            db.execute("INSERT INTO events (channel, seq, body) VALUES (?, ?, ?)", (channel, seq, text))
+        return seq
+
+    def events(self, channel: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        with self._tx() as db:
+            rows = db.execute("SELECT seq, body FROM events WHERE channel = ? AND seq > ? ORDER BY seq LIMIT ?",
+                              (channel, max(0, after), max(0, limit))).fetchall()
+        return [(int(seq), sql.loads(body)) for seq, body in rows]
+
+    def drop_events(self, channel: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM events WHERE channel = ?", (channel,))
+
+    # ---- notifications --------------------------------------------------------------------
+    def notify(self, channel: str, payload: str = "") -> None:
+        now = time.time()
+        with self._tx() as db:
+            cursor = db.execute("INSERT INTO notifications (at, channel, payload) VALUES (?, ?, ?)",
+                                (now, channel, payload))
+            if self._poller is not None and cursor.lastrowid is not None:
+                self._mine.add(cursor.lastrowid)
+            if now - self._last_prune > KEEP_S / 4:
+                self._last_prune = now
+                db.execute("DELETE FROM notifications WHERE at < ?", (now - KEEP_S,))
+            listeners = list(self._listeners.values())
+        for listener in listeners:
+            listener(channel, payload)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"the store {self.url} is closed")
+            token = self._next_listener
+            self._next_listener += 1
+            self._listeners[token] = listener
+            start = self._poller is None
+            if start:
+                try:
+                    cursor = int(self._db.execute("SELECT COALESCE(MAX(id), 0) FROM notifications").fetchone()[0])
+                except sqlite3.Error as exc:
+                    raise StoreError(f"{self.url}: {exc}") from None
+                self._poller = threading.Thread(target=self._poll, args=(cursor,), daemon=True,
+                                                name="store-sqlite-notifications")
+        if start:
+            assert self._poller is not None
+            self._poller.start()
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners.pop(token, None)
+        return unsubscribe
+
+    def _poll(self, cursor: int) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                with self._tx() as db:
+                    rows = db.execute("SELECT id, channel, payload FROM notifications WHERE id > ? ORDER BY id",
+                                      (cursor,)).fetchall()
+                    fresh = [(channel, payload) for id_, channel, payload in rows if id_ not in self._mine]
+                    self._mine.difference_update(id_ for id_, _, _ in rows)
+                    listeners = list(self._listeners.values())
+            except StoreError:
+                if self._closed:
+                    return
+                continue  # busy for longer than the timeout: try again on the next tick
+            if rows:
+                cursor = int(rows[-1][0])
+            for channel, payload in fresh:
+                for listener in listeners:
+                    try:
+                        listener(channel, payload)
+                    except Exception:  # one broken listener must not stop the others' wake-ups
+                        continue
+
+    def close(self) -> None:
+        self._stop.set()
+        poller = self._poller
+        if poller is not None and poller is not threading.current_thread():
+            poller.join(timeout=2)
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+
+def _version(db: sqlite3.Connection) -> int:
+    exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone()
+    if exists is None:
+        return 0
+    row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
