@@ -1,4 +1,4 @@
-"""Fixtures for every test directory: the legacy (mcp 1.x) interpreter.
+"""Fixtures for every test directory: the legacy (mcp 1.x) interpreter, a real PostgreSQL server.
 
 The legacy oracle is the official SDK's 1.x line in its own virtualenv: set
 MCP_AGENT_KIT_LEGACY_PYTHON to its interpreter, or the fixture creates `.venv-mcp1` at the
@@ -11,9 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.store.pg import PostgresServer, PostgresUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY_PIN = "mcp==1.30.0"
@@ -40,3 +43,22 @@ def legacy_python() -> str:
     if check.stdout.strip() != version:
         pytest.fail(f"{python} is not the legacy oracle {LEGACY_PIN}: {check.stdout.strip() or check.stderr.strip()}")
     return str(python)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the whole session (tests/store/pg.py); missing binaries FAIL."""
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"cannot start PostgreSQL for the store tests: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> str:
+    """A fresh database on the session's PostgreSQL server: its postgresql:// URL."""
+    return pg_server.new_database()

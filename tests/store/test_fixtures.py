@@ -1,0 +1,74 @@
+"""The scale-out test fixtures themselves: the PostgreSQL server, the round-robin proxy, the replica launcher."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+
+import psycopg
+
+from tests.store.replicas import Replicas
+from tests.store.rr_proxy import RoundRobinProxy
+
+
+def test_each_test_gets_a_fresh_postgresql_database(pg_url: str, pg_server: object) -> None:
+    with psycopg.connect(pg_url, connect_timeout=10) as conn:
+        assert conn.execute("SELECT current_setting('fsync'), count(*) FROM pg_tables WHERE schemaname = 'public'"
+                            ).fetchone() == ("off", 0)
+        conn.execute("CREATE TABLE mine (x int)")
+    assert pg_server.new_database() != pg_url  # type: ignore[attr-defined]
+
+
+def echo_server(tag: bytes) -> tuple[socket.socket, int]:
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = conn.recv(1024)
+                conn.sendall(tag + data)
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, int(listener.getsockname()[1])
+
+
+def ask(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(1024):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_the_proxy_sends_each_connection_to_the_next_backend_and_skips_a_dead_one() -> None:
+    servers = [echo_server(tag) for tag in (b"a:", b"b:", b"c:")]
+    with RoundRobinProxy([port for _, port in servers]) as proxy:
+        assert [ask(proxy.port, b"x") for _ in range(6)] == [b"a:x", b"b:x", b"c:x"] * 2
+        servers[1][0].shutdown(socket.SHUT_RDWR)  # wakes its accept(): the port stops listening
+        servers[1][0].close()  # backend b goes away: its turns go to the next one
+        assert [ask(proxy.port, b"y") for _ in range(3)] == [b"a:y", b"c:y", b"c:y"]
+        assert proxy.picks == [3, 2, 4]
+    for listener, _ in servers:
+        listener.close()
+
+
+def test_replicas_listen_on_their_own_ports_share_the_secret_and_die_by_kill_9() -> None:
+    script = ("import os, socket, sys\ns = socket.create_server(('127.0.0.1', int(sys.argv[1])))\n"
+              "while True:\n c, _ = s.accept()\n"
+              " c.sendall((os.environ['MCP_AGENT_KIT_SECRET'] + ' ' + ' '.join(sys.argv[2:])).encode())\n"
+              " c.close()\n")
+    with Replicas(["-c", script, "{port}"], n=3, store_url="sqlite:///x.db", lease_s=2) as replicas:
+        answers = {ask(port, b"") for port in replicas.ports}
+        assert answers == {f"{replicas.secret} --store sqlite:///x.db --store-lease 2".encode()}
+        assert len(set(replicas.ports)) == 3
+        replicas.kill(1)
+        assert not replicas.alive(1) and replicas.procs[1].returncode == -9
+        assert replicas.alive(0) and replicas.index_of_pid(replicas.procs[2].pid) == 2
+    assert not any(replicas.alive(i) for i in range(3))
+    assert sys.executable == replicas.command(1)[0]
