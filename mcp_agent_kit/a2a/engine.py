@@ -218,6 +218,8 @@ class TaskEngine:
             task = self._load(str(job.task_id))
             job.message.update(taskId=task["id"], contextId=task["contextId"])
             task["history"] = [*task.get("history", []), job.message]
+            if self.replicas is not None:  # taken: other replicas refuse another continuation until it moves
+                task["_continuing"] = time.time() + self.replicas.tasks.lease_s
             try:
                 self.store.save(task)  # on a shared store, this claims the task (a lease) for this replica
             except Conflict:
@@ -263,6 +265,7 @@ class TaskEngine:
                 job.cancel.set()  # another replica canceled it (or failed it: our lease had lapsed)
             if job.cancelled and task["status"]["state"] in lifecycle.TERMINAL:
                 return  # the client canceled; late reports from the work are dropped
+            job.reported = state
             self._move(task, state, parts, pending)
 
     def _artifact(self, job: Job, art: dict[str, Any], append: bool, last_chunk: bool) -> None:
@@ -308,6 +311,7 @@ class TaskEngine:
         or None when another replica finished it first."""
         def change(task: dict[str, Any]) -> Event:
             lifecycle.advance(task["status"]["state"], state)
+            task.pop("_continuing", None)
             if pending is not None:
                 task["_pending"] = pending
             elif state not in lifecycle.INTERRUPTED:
@@ -379,8 +383,6 @@ class TaskEngine:
                 self._ran(job.owner)
                 if job.task_id is not None and self._jobs.get(job.task_id) is job:
                     del self._jobs[job.task_id]
-                    if self.replicas is not None:
-                        self.replicas.release(job.task_id)
             job.sink.put(_END)
 
     def _ran(self, owner: str) -> None:
@@ -396,7 +398,8 @@ class TaskEngine:
             if job.replied:
                 return
             task = self._create(job)
-            if not lifecycle.is_final(task["status"]["state"]):
+            # a job that asked for input is done: the task may already be continued elsewhere
+            if not lifecycle.is_final(task["status"]["state"]) and not lifecycle.is_final(job.reported):
                 self._move(task, FAILED, [text_part(why)])
 
     def _drain(

@@ -65,6 +65,7 @@ class Job:
         self.context_id = context_id
         self.cancel = threading.Event()
         self.replied = False
+        self.reported = ""  # the last state the work reported
         self.sink: queue.SimpleQueue[Event] = queue.SimpleQueue()
 
     @property

@@ -143,10 +143,6 @@ class Replication:
             pause = min(pause * 2, 0.2)
 
     # ---- the lease thread -------------------------------------------------------------------------
-    def release(self, task_id: str) -> None:
-        """This replica's job for the task ended: let a continuation run anywhere at once."""
-        self.store.renew(KIND, [task_id], self.tasks.replica, -1.0)
-
     def _loop(self) -> None:
         period = min(POLL_S, self.tasks.lease_s / 3)
         last_purge = 0.0

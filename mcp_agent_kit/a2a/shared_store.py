@@ -4,9 +4,11 @@ One record of kind `a2a_tasks` per task: key = task id, owner = the principal, g
 state = the task state, order = the status timestamp (ListTasks' sort key), body = the task dict.
 A task read from here carries two private keys the engine uses and never sends: `_version` (saves
 are compare-and-set on it: `Conflict` when another replica wrote in between) and `_leased` (True
-while some replica holds a live lease on it: it runs a job for the task). A task is leased to this
-replica while its id is in `running` (the engine's jobs) and it has not finished; finished tasks
-expire after `ttl`. Rules: no protocol errors, only StoreError; no locking of its own (the engine
+while some replica holds a live lease on it: it runs a job for the task, or has just taken a
+continuation of it: `_continuing`, a deadline the engine writes into the body). A task is leased to this
+replica while its id is in `running` (the engine's jobs) and it is neither finished nor waiting for
+input (a task waiting for input runs nowhere: any replica may continue it); finished tasks expire
+after `ttl`. Rules: no protocol errors, only StoreError; no locking of its own (the engine
 holds its lock); knows nothing of the engine.
 """
 
@@ -16,7 +18,7 @@ import time
 from collections.abc import Container
 from typing import Any
 
-from mcp_agent_kit.a2a.lifecycle import STATES, TERMINAL
+from mcp_agent_kit.a2a.lifecycle import STATES, TERMINAL, is_final
 from mcp_agent_kit.a2a.store import Query, StoreError
 from mcp_agent_kit.store.base import Record, Store
 
@@ -47,7 +49,7 @@ class SharedTaskStore:
     def _record(self, task: dict[str, Any]) -> Record:
         state = task["status"]["state"]
         now = time.time()
-        leased = state not in TERMINAL and task["id"] in self.running
+        leased = not is_final(state) and task["id"] in self.running
         finished = state in TERMINAL and self.ttl is not None
         return Record(
             KIND, task["id"], {k: v for k, v in task.items() if k not in _TRANSIENT},
@@ -61,7 +63,9 @@ class SharedTaskStore:
     def _task(record: Record) -> dict[str, Any]:
         task = dict(record.body)
         task["_version"] = record.version
-        task["_leased"] = record.holder is not None and (record.lease_until or 0.0) > time.time()
+        now = time.time()
+        task["_leased"] = (record.holder is not None and (record.lease_until or 0.0) > now) or \
+            float(task.get("_continuing", 0.0)) > now
         return task
 
     def insert(self, task: dict[str, Any]) -> None:
