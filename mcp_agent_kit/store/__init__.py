@@ -25,7 +25,7 @@ def open_store(url: str | None) -> Store:
 
         return SqliteStore(url)
     if scheme in ("postgresql", "postgres"):
-        from mcp_agent_kit.store.postgres import PostgresStore  # type: ignore[import-not-found, unused-ignore]
+        from mcp_agent_kit.store.postgres import PostgresStore
 
-        return PostgresStore(url)  # type: ignore[no-any-return, unused-ignore]
+        return PostgresStore(url)
     raise StoreError(f"unknown store URL {url!r}: use memory:, sqlite:///path or postgresql://user@host/db")
