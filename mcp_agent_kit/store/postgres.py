@@ -73,6 +73,12 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
 
 
+def _password_of(url: str) -> str:
+    """The password in a URL, found without parsing it (an unparsable URL may still carry one)."""
+    userinfo = url.partition("://")[2].partition("/")[0].rpartition("@")[0]
+    return userinfo.partition(":")[2]
+
+
 def _driver() -> Any:
     try:
         import psycopg
@@ -86,10 +92,11 @@ class PostgresStore:
 
     shared = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
         self._psycopg = _driver()
         self._dsn = url
         self.url = redacted(url)
+        self._password = _password_of(url)
         self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(POOL_SIZE)
         self._lock = threading.Lock()
@@ -98,7 +105,12 @@ class PostgresStore:
         self._next_listener = 0
         self._listening = threading.Event()
         self._listener_thread: threading.Thread | None = None
-        self.migrate()
+        if migrate:
+            try:
+                self.migrate()
+            except StoreError:
+                self.close()
+                raise
 
     # ---- connections ----------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
@@ -121,7 +133,7 @@ class PostgresStore:
                 conn = self._connect()
             yield conn
         except self._psycopg.Error as exc:
-            raise StoreError(f"{self.url}: {str(exc).strip()}") from None
+            raise StoreError(f"{self.url}: {self._scrub(exc)}") from None
         finally:
             if conn is not None:
                 if conn.closed or conn.broken or self._closed.is_set():
@@ -129,6 +141,11 @@ class PostgresStore:
                 else:
                     self._idle.put(conn)
             self._slots.release()
+
+    def _scrub(self, exc: BaseException) -> str:
+        """A driver error as one line, without the password even if the driver quoted the URL."""
+        text = " ".join(str(exc).split())
+        return text.replace(self._password, "***") if self._password else text
 
     def _one(self, statement: str, params: Iterable[Any] = ()) -> Any:
         with self._conn() as conn:

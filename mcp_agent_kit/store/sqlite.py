@@ -66,7 +66,7 @@ class SqliteStore:
 
     shared = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
         self.path = path_of(url)
         directory = os.path.dirname(os.path.abspath(self.path))
@@ -88,7 +88,12 @@ class SqliteStore:
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
         self._last_prune = 0.0
-        self.migrate()
+        if migrate:
+            try:
+                self.migrate()
+            except StoreError:
+                self.close()
+                raise
 
     def _wal(self) -> None:
         for _ in range(50):  # another process may hold the lock that switching to WAL needs
