@@ -353,7 +353,7 @@ class TaskEngine:
                     return None
                 task = fresh
                 continue
-            self.replicas.publish(task["id"], event)
+            self.replicas.publish(task["id"], event, task["status"]["state"] in lifecycle.TERMINAL)
             self._publish(task["id"], event)
             return task
         raise StoreError(f"task {task['id']} keeps changing on other replicas")
@@ -479,7 +479,7 @@ class TaskEngine:
     def _lapsed(self, task: dict[str, Any]) -> None:
         """Another replica's lease on the task ran out: fail it (once, whichever replica is first)."""
         with self._lock:
-            self._move(task, FAILED, [text_part(LAPSED[0].upper() + LAPSED[1:])], retry=False)
+            self._move(task, FAILED, [text_part(LAPSED)], retry=False)
 
     def _recover(self) -> None:
         """After a restart no work is running: tasks caught mid-run fail; interrupted ones wait on."""

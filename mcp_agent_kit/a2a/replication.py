@@ -5,13 +5,16 @@ notified, so a subscriber on any replica tails the log in order (woken by the no
 every POLL_S as the fallback); one background thread per engine renews the leases of the tasks
 this replica runs (every lease/3, at most every POLL_S), notices a cancel written by another
 replica (the job's cancel event is set), hands tasks whose lease lapsed (their replica died) to
-`on_lapsed` and purges expired records; idempotency claims (kind `idempotency`, key
-`a2a:<owner>:<messageId>`, insert-if-absent) make a retried message run once across replicas.
+`on_lapsed`, purges expired records and drops the event log of a task this replica finished
+LOG_GRACE_S after (a subscriber still behind then ends at the task's recorded final state);
+idempotency claims (kind `idempotency`, key `a2a:<owner>:<messageId>`, insert-if-absent) make a
+retried message run once across replicas.
 Rules: no HTTP, no protocol errors; knows the engine only through the callables it is given.
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -28,6 +31,7 @@ IDEMPOTENCY = "idempotency"
 PREFIX = f"task:{KIND}:"
 POLL_S = 1.0
 PURGE_S = 60.0
+LOG_GRACE_S = 60.0
 CLAIM_TTL = 24 * 3600.0
 LAPSED = "the replica running this task stopped (lease expired)"
 Event = dict[str, Any]
@@ -54,14 +58,18 @@ class Replication:
         self._tails: dict[str, set[threading.Event]] = {}
         self._wake = threading.Event()
         self._closed = threading.Event()
+        self._finished: collections.deque[tuple[float, str]] = collections.deque()  # (drop its log at, task id)
         self._unsubscribe = self.store.subscribe(self._heard)
         self._thread = threading.Thread(target=self._loop, name="a2a-leases", daemon=True)
         self._thread.start()
 
     # ---- event logs ---------------------------------------------------------------------------
-    def publish(self, task_id: str, event: Event) -> None:
+    def publish(self, task_id: str, event: Event, final: bool = False) -> None:
+        """Log the event and wake every replica's subscribers; `final`: the task has finished."""
         self.store.append(channel(task_id), event)
         self.store.notify(channel(task_id))
+        if final:
+            self._finished.append((time.monotonic() + LOG_GRACE_S, task_id))
 
     def tail(self, task_id: str, after: int, done: Callable[[str], bool], keepalive_s: float,
              timeout: float | None = None) -> Generator[Event | None, None, None]:
@@ -153,6 +161,8 @@ class Replication:
                 return
             try:
                 self._tick()
+                while self._finished and self._finished[0][0] <= time.monotonic():
+                    self.store.drop_events(channel(self._finished.popleft()[1]))
                 if time.monotonic() - last_purge >= PURGE_S:
                     last_purge = time.monotonic()
                     now = time.time()
