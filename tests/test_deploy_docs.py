@@ -18,6 +18,7 @@ from mcp_agent_kit.a2a import Agent
 from mcp_agent_kit.a2a.cli import parser as a2a_parser
 from mcp_agent_kit.a2a.engine import TaskEngine
 from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
+from mcp_agent_kit.gateway.cli import gateway_parser
 from mcp_agent_kit.scaffold.names import derive
 from mcp_agent_kit.scaffold.origin import Origin
 from mcp_agent_kit.scaffold.render import render_templates
@@ -81,6 +82,9 @@ def test_the_commands_parse() -> None:
     lines = text.replace("\\\n", " ").splitlines()
     a2a = shlex.split(next(line for line in lines if " a2a " in line))
     args = a2a_parser().parse_args(a2a[a2a.index("a2a") + 1:])
+    assert args.store == "$STORE_URL" and args.secret_file == "/run/secrets/kit-secret"
+    gateway = shlex.split(next(line for line in lines if " gateway " in line))
+    args = gateway_parser().parse_args(gateway[gateway.index("gateway") + 1:])
     assert args.store == "$STORE_URL" and args.secret_file == "/run/secrets/kit-secret"
     for body in fenced("sh"):
         for line in body.splitlines():
