@@ -7,15 +7,22 @@ Run it as `python examples/acp_echo_agent.py` (stdio). Each turn:
      allow_once / reject_once / allow_always (an allow_always answer is remembered for the session);
   4. when allowed and the client advertised `fs.writeTextFile`, writes `<cwd>/echo.txt` through the
      client (`fs/write_text_file`) and completes the tool call; otherwise fails it, saying why.
-A prompt asking "what did I say before?" is answered from the session's history instead. A prompt
-starting with "/wait" waits (at most 60 s) for a `session/cancel`. The config option `case`
+A prompt asking "what did I say before?" is answered from the session's history instead; "mcp servers?"
+echoes, as JSON, the MCP servers the client last handed to the session (`session/new`, `load`, `fork`;
+a fixture: it shows their env and headers too);
+"turns?" counts the prompts the session has seen before this one. A prompt starting with "/wait" waits
+(at most 60 s) for a `session/cancel`. The config option `case`
 ("as-is" or "upper") changes how the echo is written. Sessions are JSON files under
 $ACP_ECHO_AGENT_DIR (default ~/.cache/mcp-agent-kit/acp-echo-agent/sessions), so a new process can
-`session/load` them (the history is replayed) and `session/list` them; `session/close` is supported.
+`session/load` them (the history is replayed) and `session/list` them; `session/close` and
+`session/fork` (a copy of the session as it is now) are supported. Environment switches for tests:
+ACP_ECHO_AGENT_NO_FORK=1 leaves `session/fork` out; ACP_ECHO_AGENT_MCP_HTTP=1 advertises
+`mcpCapabilities.http`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -31,17 +38,34 @@ OPTIONS = [updates.permission_option("allow-once", "Allow once", "allow_once"),
            updates.permission_option("allow-always", "Always allow in this session", "allow_always")]
 WAIT_LIMIT = 60.0
 
-agent = Agent("acp-echo-agent", "1.0.0", title="ACP echo agent (deterministic)", store=JsonSessionStore(SESSIONS))
+agent = Agent("acp-echo-agent", "1.0.0", title="ACP echo agent (deterministic)", store=JsonSessionStore(SESSIONS),
+              mcp_capabilities={"http": True} if os.environ.get("ACP_ECHO_AGENT_MCP_HTTP") == "1" else None)
 agent.config_option("case", "Echo case", [("as-is", "As typed"), ("upper", "Upper case")])
 agent.load_session()
 agent.list_sessions()
 agent.close_session()
+if os.environ.get("ACP_ECHO_AGENT_NO_FORK") != "1":
+    agent.fork_session()
 
 
 def recall(turn: Turn) -> None:
     """Answer from the history: the user's message before this one."""
     earlier = [text for role, text in turn.session.text_history()[:-1] if role == "user"]
     turn.say(f"Before, you said: {earlier[-1]}" if earlier else "You have not said anything before.")
+
+
+def mcp_servers(turn: Turn) -> None:
+    """Say which MCP servers the session was handed, exactly as they came (the McpServer wire shapes)."""
+    turn.say("MCP servers: " + json.dumps(turn.session.mcp_servers, sort_keys=True))
+
+
+def count_turns(turn: Turn) -> None:
+    """Say how many prompts this session saw before this one."""
+    earlier = [role for role, _ in turn.session.text_history()[:-1] if role == "user"]
+    turn.say(f"Turns so far: {len(earlier)}")
+
+
+ANSWERS = {"what did i say": recall, "mcp servers?": mcp_servers, "turns?": count_turns}
 
 
 def write_echo(turn: Turn, echo: str) -> str:
@@ -78,8 +102,9 @@ def on_prompt(turn: Turn) -> str | None:
     if session.title is None:
         session.title = text[:60] or "(empty prompt)"
         agent.send_session_info(session)
-    if "what did i say" in text.lower():
-        recall(turn)
+    answer = next((fn for phrase, fn in ANSWERS.items() if phrase in text.lower()), None)
+    if answer is not None:
+        answer(turn)
         return None
     if text.startswith("/wait"):
         turn.say("Waiting for a cancel...")

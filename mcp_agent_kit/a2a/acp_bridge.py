@@ -1,7 +1,9 @@
 """a2a.acp_bridge: an ACP v1 agent served as an A2A v1.0 agent (`mcp-agent-kit a2a --acp ... -- CMD [ARGS...]`).
 
 The card comes from the agent's `agentInfo`; each A2A contextId is one ACP session (`session/new`
-with the configured cwd on its first message); a message starts a task, which is one
+with the configured cwd on its first message). A message without a contextId starts a context whose
+id *is* the new ACP session's id; a client-chosen contextId the bridge has not seen is mapped to a new
+ACP session (whose own id differs). A message starts a task, which is one
 `session/prompt`. The agent's text streams as appends to one artifact; its plan and tool activity
 become WORKING status messages. A `session/request_permission` that the `approve` policy does not
 answer itself makes the task INPUT_REQUIRED with a question listing the option ids; the next
@@ -105,12 +107,17 @@ class AcpBridge(Agent):
         return found
 
     def _start(self, job: Job, text: str) -> None:
-        job.working()  # creates the task: its id keys the run
         try:
+            if job.message.get("contextId") is None:  # a new context: its id is the ACP session's own id
+                session = self.acp.new_session(self.cwd)
+                with self._lock:
+                    self.contexts[session.id] = session
+                job.context_id = session.id  # the task does not exist yet: job.working() creates it in this context
             run = _Run(self._session(job.context_id))
         except AcpError as exc:
             job.fail(f"the ACP agent could not open a session: {exc}")
             return
+        job.working()  # creates the task: its id keys the run
         with self._lock:
             self.runs[str(job.task_id)] = run
         threading.Thread(target=self._prompt, args=(run, text), name="acp-bridge-turn", daemon=True).start()

@@ -6,7 +6,8 @@ returning a stop reason (None: "end_turn"), then `agent.run()` serves stdio. Opt
 enable optional methods, and the capabilities `initialize` advertises are derived from what is
 registered, never written by hand: `@agent.load_session` → `loadSession: true` (history replayed
 from the store), `@agent.list_sessions` → `sessionCapabilities.list`, `@agent.close_session` →
-`sessionCapabilities.close`, `agent.config_option(...)` → `configOptions` and
+`sessionCapabilities.close`, `@agent.fork_session` → `sessionCapabilities.fork` (`session/fork`
+copies the session's current history, config and state under a new id), `agent.config_option(...)` → `configOptions` and
 `session/set_config_option`. Sessions live in a store (acp.agent_session: in memory, or one JSON
 file each so a new process can load them). Handler errors become a JSON-RPC error for that
 request; the agent keeps serving. stdout carries protocol JSON only: `run()` points `sys.stdout`
@@ -42,6 +43,7 @@ PromptHandler = Callable[[Turn], str | None]
 SessionHook = Callable[[Session], None]
 ListHook = Callable[[list[Session]], list[Session]]
 ConfigHook = Callable[[Session, str, str], None]
+ForkHook = Callable[[Session, Session], None]
 MethodHandler = Callable[[dict[str, Any]], Any]
 F = TypeVar("F", bound=Callable[..., Any])
 PAGE = 50  # sessions per session/list page
@@ -96,6 +98,11 @@ def _directories(params: dict[str, Any]) -> list[str]:
     return list(value)
 
 
+def _servers(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The McpServer entries the client handed on (checked to be a list by _directories)."""
+    return [server for server in params.get("mcpServers") or [] if isinstance(server, dict)]
+
+
 def _json_checked(handler: MethodHandler) -> MethodHandler:
     """An author's handler whose result must be JSON (else -32603 names the problem, instead of a
     reply that cannot be written)."""
@@ -116,13 +123,15 @@ class Agent:
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
                  store: SessionStore | None = None, prompt_capabilities: dict[str, bool] | None = None,
-                 request_timeout: float = 60.0, permission_timeout: float = 600.0,
-                 max_line: int = 16 << 20) -> None:
+                 mcp_capabilities: dict[str, bool] | None = None, request_timeout: float = 60.0,
+                 permission_timeout: float = 600.0, max_line: int = 16 << 20) -> None:
         """prompt_capabilities: which extra content blocks prompts may carry ({"image": True, ...});
+        mcp_capabilities: which MCP server transports besides stdio sessions may be handed ({"http": True});
         request_timeout / permission_timeout bound every wait for the client (seconds)."""
         self.info: dict[str, Any] = {"name": name, "version": version, **({"title": title} if title else {})}
         self.store: SessionStore = store if store is not None else MemoryStore()
         self.prompt_capabilities = dict(prompt_capabilities or {})
+        self.mcp_capabilities = dict(mcp_capabilities or {})
         self.request_timeout, self.permission_timeout, self.max_line = request_timeout, permission_timeout, max_line
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] | None = None
@@ -164,6 +173,12 @@ class Agent:
         self._hooks[wire.SESSION_CLOSE] = fn
         return fn
 
+    def fork_session(self, fn: ForkHook | None = None) -> ForkHook | None:
+        """Enable `session/fork` (the fork copies the source's current state); `fn(source, fork)` runs before
+        the fork is stored."""
+        self._hooks[wire.SESSION_FORK] = fn
+        return fn
+
     def config_option(self, option_id: str, name: str, choices: list[tuple[str, str]], *, default: str | None = None,
                       category: str | None = None, description: str | None = None) -> ConfigOption:
         """Offer a select option in every session; enables `session/set_config_option`."""
@@ -200,6 +215,8 @@ class Agent:
         table: dict[str, Any] = {key: {} for key, method in methods if method in self._hooks}
         found: dict[str, Any] = {"loadSession": wire.SESSION_LOAD in self._hooks,
                                  "promptCapabilities": {k: bool(v) for k, v in self.prompt_capabilities.items()}}
+        if self.mcp_capabilities:
+            found["mcpCapabilities"] = {k: bool(v) for k, v in self.mcp_capabilities.items()}
         if table:
             found["sessionCapabilities"] = table
         return found
@@ -209,7 +226,7 @@ class Agent:
         rows: dict[str, Callable[[dict[str, Any]], Any]] = {
             wire.SESSION_NEW: self._new, wire.SESSION_PROMPT: self._run_prompt,
             wire.SESSION_LOAD: self._load, wire.SESSION_LIST: self._list, wire.SESSION_CLOSE: self._close,
-            wire.SESSION_SET_CONFIG_OPTION: self._set_config,
+            wire.SESSION_SET_CONFIG_OPTION: self._set_config, wire.SESSION_FORK: self._fork,
         }
         table: dict[str, Callable[[Any], Any]] = {wire.INITIALIZE: self._initialize}
         for method, handler in rows.items():
@@ -259,7 +276,8 @@ class Agent:
         return session
 
     def _new(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = Session(uuid.uuid4().hex, _absolute(params, "cwd"), _directories(params))
+        session = Session(uuid.uuid4().hex, _absolute(params, "cwd"), _directories(params),
+                          mcp_servers=_servers(params))
         session.config = {o.id: o.default for o in self.options.values()}
         hook = self._hooks.get("new")
         if hook is not None:
@@ -271,6 +289,7 @@ class Agent:
     def _load(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params, stored=True)
         session.cwd, session.additional_directories = _absolute(params, "cwd"), _directories(params)
+        session.mcp_servers = _servers(params)
         hook = self._hooks.get(wire.SESSION_LOAD)
         if hook is not None:
             hook(session)
@@ -278,6 +297,17 @@ class Agent:
             self._notify_update(session.session_id, update)
         self._open.add(session.session_id)
         return self._config_result(session)
+
+    def _fork(self, params: dict[str, Any]) -> dict[str, Any]:
+        source = self._session(params, stored=True)
+        fork = source.forked(uuid.uuid4().hex, _absolute(params, "cwd"))
+        fork.additional_directories, fork.mcp_servers = _directories(params), _servers(params)
+        hook = self._hooks.get(wire.SESSION_FORK)
+        if hook is not None:
+            hook(source, fork)
+        self.store.put(fork)
+        self._open.add(fork.session_id)
+        return {"sessionId": fork.session_id, **self._config_result(fork)}
 
     def _list(self, params: dict[str, Any]) -> dict[str, Any]:
         cwd, cursor = params.get("cwd"), params.get("cursor")

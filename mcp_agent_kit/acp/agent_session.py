@@ -66,6 +66,7 @@ class Session:
     history: list[Message] = field(default_factory=list)
     config: dict[str, str] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)  # as the client last sent them; not stored
 
     def text_history(self) -> list[tuple[str, str]]:
         """(role, text) per message, the text blocks joined: what an author usually needs."""
@@ -85,6 +86,12 @@ class Session:
             data["title"] = self.title
         data["updatedAt"] = self.updated_at
         return data
+
+    def forked(self, session_id: str, cwd: str) -> Session:
+        """A copy of this session under a new id (history, title, config values and state, deep-copied)."""
+        data = json.loads(json.dumps(self.to_json()))
+        data.update(sessionId=session_id, cwd=cwd, updatedAt=now())
+        return Session.from_json(data)
 
     def to_json(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "cwd": self.cwd, "additionalDirectories": self.additional_directories,

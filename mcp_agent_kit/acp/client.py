@@ -3,7 +3,7 @@
 `AcpAgent.spawn(cmd, args, env=..., cwd=...)` starts the agent in its own process group and
 connects to it; `initialize()` always sends `protocolVersion: 1` and the client capabilities
 configured in `ClientOptions`; `new_session(cwd)` always sends `mcpServers` (`[]` when none).
-Optional methods (`session/load`, `resume`, `list`, `close`, `additionalDirectories`) are gated on
+Optional methods (`session/load`, `resume`, `list`, `close`, `fork`, `additionalDirectories`) are gated on
 what the agent advertised, never on versions. The agent's own requests are served here:
 `session/request_permission` by the `Policy`, `fs/*` and `terminal/*` confined to the session's
 directories. When the agent dies, the next use of a session respawns it, re-initializes,
@@ -291,11 +291,14 @@ class AcpAgent:
     def new_session(self, cwd: str, mcp_servers: Sequence[dict[str, Any]] | None = None,
                     additional_directories: Sequence[str] = ()) -> Session:
         """`session/new` (mcpServers always sent); the Session also gets updates that came before the reply."""
-        params = self._session_params(cwd, mcp_servers, additional_directories)
-        result = self.call(wire.SESSION_NEW, params)
+        return self._opened(wire.SESSION_NEW, self._session_params(cwd, mcp_servers, additional_directories))
+
+    def _opened(self, method: str, params: dict[str, Any]) -> Session:
+        """Send session/new or session/fork; the new session it answers (adopted: its updates reach it)."""
+        result = self.call(method, params)
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str):
-            raise AcpError(f"session/new answered without a sessionId: {str(result)[:200]}")
+            raise AcpError(f"{method} answered without a sessionId: {str(result)[:200]}")
         session = Session(self, session_id, params["cwd"], mcp_servers=params["mcpServers"],
                           additional_directories=params.get("additionalDirectories", ()))
         session.apply_setup(result)
@@ -313,6 +316,14 @@ class AcpAgent:
         """`session/resume` (needs sessionCapabilities.resume): like load, without a replay."""
         self._require(self.session_capability("resume"), "sessionCapabilities.resume")
         return self._restore(wire.SESSION_RESUME, session_id, cwd, mcp_servers, additional_directories, None)
+
+    def fork_session(self, source: Session) -> Session:
+        """`session/fork` (needs sessionCapabilities.fork): a new open session with `source`'s current history,
+        the same cwd, MCP servers and directories."""
+        self._require(self.session_capability("fork"), "sessionCapabilities.fork")
+        params = {"sessionId": source.id, **self._session_params(source.cwd, source.mcp_servers,
+                                                                 source.additional_directories)}
+        return self._opened(wire.SESSION_FORK, params)
 
     def _restore(self, method: str, session_id: str, cwd: str, mcp_servers: Sequence[dict[str, Any]] | None,
                  additional: Sequence[str], into: Session | None) -> Session:

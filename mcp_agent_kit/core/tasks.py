@@ -185,10 +185,15 @@ class TasksExtension:
             self.table.move(task, "working")
 
     def _push(self, task: TaskRecord, snapshot: dict[str, Any]) -> None:
+        self.notify(task.id, task.owner, snapshot)
+
+    def notify(self, task_id: str, owner: str | None, snapshot: dict[str, Any]) -> None:
+        """Push a task's DetailedTask (`notifications/tasks`) to its owner's listens that asked for its id
+        (a TaskSource calls this for its own tasks)."""
         if self.listen is None:
             return
         for sub in self.listen.subscribers():
-            if task.id in sub.task_ids and sub.principal == task.owner:
+            if task_id in sub.task_ids and (sub.principal or "") == (owner or ""):
                 sub.send("notifications/tasks", dict(snapshot))
 
     def _listen_task_ids(self, call: Call, sub: Subscription, wanted: Any) -> Any:

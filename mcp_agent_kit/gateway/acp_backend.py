@@ -109,6 +109,7 @@ class AcpBackend:
                                        timeouts=Timeouts(turn=self.spec.timeout, permission=self.spec.timeout))
                 try:
                     agent.initialize()
+                    self._check_servers(agent)
                 except AcpError:
                     agent.close()
                     raise
@@ -117,6 +118,14 @@ class AcpBackend:
                 raise AcpError(self.error) from None
             self.agent, self.error = agent, None
             return agent
+
+    def _check_servers(self, agent: AcpAgent) -> None:
+        """An http/sse `mcpServers` entry the agent's mcpCapabilities do not allow is a ready error naming it."""
+        for server in self.spec.mcp_servers:
+            kind = server.get("type")
+            if kind is not None and agent.capability("mcpCapabilities", str(kind)) is not True:
+                raise AcpError(f"acp mcpServers entry {server['name']!r} is {kind}, but the agent does not advertise "
+                               f"mcpCapabilities.{kind}; remove the entry or give a stdio server instead")
 
     def _idle_watch(self) -> None:
         while not self._closed.wait(IDLE_CHECK_S):
@@ -145,7 +154,7 @@ class AcpBackend:
 
     def new_session(self) -> str:
         try:
-            session = self._agent().new_session(self._cwd())
+            session = self._agent().new_session(self._cwd(), self.spec.mcp_servers)
         except AcpError as exc:
             raise ab.SessionRefused(str(exc)) from None
         with self._lock:
@@ -160,7 +169,7 @@ class AcpBackend:
         if found is not None:
             return found
         if agent.capability("loadSession") is True:
-            session = agent.load_session(gateway_id, self._cwd())
+            session = agent.load_session(gateway_id, self._cwd(), self.spec.mcp_servers)
         else:
             raise AcpError(f"agent {self.spec.ref} lost session {gateway_id} (it was restarted and does not "
                            f"support session/load); start a new session")
@@ -265,27 +274,20 @@ class AcpBackend:
         turn.answered.set()
 
     def fork(self, session: str, through_turn: str) -> str | None:
+        """`session/fork` of the session as it is now (the tools fork at checkpoint time, see agent_tools)."""
         try:
-            return self._fork(session)
+            agent = self._agent()
+            if not agent.session_capability("fork"):
+                raise ab.SessionRefused(f"agent {self.spec.ref} cannot fork sessions: it does not advertise "
+                                        f"session/fork (agentCapabilities.sessionCapabilities.fork)")
+            source = self._session(session)
+            agent.ensure_running(source)  # a stopped (idle) process is started again and the source loaded
+            forked = agent.fork_session(source)
         except AcpError as exc:
-            raise ab.SessionRefused(str(exc)) from None
-
-    def _fork(self, session: str) -> str | None:
-        agent = self._agent()
-        if not agent.session_capability("fork"):
-            return None
-        acp_session = self._session(session)
-        result = agent.call("session/fork", {"sessionId": acp_session.id, "cwd": acp_session.cwd,
-                                             "mcpServers": acp_session.mcp_servers})
-        fork_id = result.get("sessionId") if isinstance(result, dict) else None
-        if not isinstance(fork_id, str):
-            return None
-        forked = agent.load_session(fork_id, acp_session.cwd) if agent.capability("loadSession") is True else None
-        if forked is None:
-            return None
+            raise ab.SessionRefused(f"agent {self.spec.ref} could not fork session {session}: {exc}") from None
         with self._lock:
-            self.sessions[fork_id] = forked
-        return fork_id
+            self.sessions[forked.id] = forked
+        return forked.id
 
     def close(self) -> None:
         self._closed.set()

@@ -79,7 +79,7 @@ class AgentBackend(Protocol):
     `ended(TurnEnd(INPUT_REQUIRED, question=Question(key, message, {"options": [...]})))` (the
     prompt stays open), `answer` -> the chosen option id (decline/cancel -> the reject or cancelled
     outcome), `cancel` -> `session/cancel`, `fork` -> `session/fork` when advertised
-    (`AgentInfo.can_fork`). At most one turn per session at a time; `idle` stops the process and the
+    (else SessionRefused). At most one turn per session at a time; `idle` stops the process and the
     next turn respawns it with `session/load`.
     """
 
@@ -105,7 +105,8 @@ class AgentBackend(Protocol):
         """Ask the agent to stop the turn (A2A CancelTask; ACP `session/cancel`)."""
 
     def fork(self, session: str, through_turn: str) -> str | None:
-        """A native fork's new session id, or None when the agent cannot fork natively."""
+        """A native fork of the session as it is now: the new session's id. None: this kind forks another way
+        (A2A: a new contextId with referenceTaskIds); SessionRefused: this agent cannot fork, saying why."""
 
     def close(self) -> None:
         """Stop background work and any process."""

@@ -1,9 +1,11 @@
 """gateway.agent_service: agents, sessions and turns behind the agent tools — the one owner of their state.
 
 It holds the configured AgentBackends (A2A and ACP), the SessionStore, each agent's Lane and the
-LiveTurns of this process. `begin` starts (or, for a retried `message_id`, finds) a turn; `result` shapes a turn the way
-invoke_agent returns it (kagent's fields); `render` shapes it as a task. Rules: no MCP methods or
-tool schemas (gateway.agent_tools); backends only through the AgentBackend protocol.
+LiveTurns of this process; with a retention (`max_age` seconds) it sweeps sessions unused that long from
+the store at start and every SWEEP_S, never one whose turn runs here. `begin` starts (or, for a retried
+`message_id`, finds) a turn; `result` shapes a turn the way invoke_agent returns it (kagent's fields);
+`render` shapes it as a task. Rules: no MCP methods or tool schemas (gateway.agent_tools); backends only
+through the AgentBackend protocol.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +32,14 @@ REFRESH_S = 30.0
 POLL_MS = 1000
 ACP_MISSING = "ACP backend not available in this build"
 CANCEL_WAIT_S = 10.0
+SWEEP_S = 3600.0
+
+
+def stamp(epoch: float) -> str:
+    """An epoch time as the store's timestamps are written (core.task_table.now)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class ServiceError(Exception):
@@ -82,12 +93,16 @@ class AgentService:
     """See the module docstring."""
 
     def __init__(self, specs: dict[str, AgentSpec], store: SessionStore | SharedSessionStore,
-                 backends: dict[str, ab.AgentBackend] | None = None) -> None:
+                 backends: dict[str, ab.AgentBackend] | None = None, *, max_age: float | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        """max_age: seconds a session may go unused before `sweep` deletes it (None: kept); clock: epoch now."""
         self.specs = specs
+        self.max_age, self.clock = max_age, clock
         self.store = store
         self.backends = backends if backends is not None else {ref: make_backend(s) for ref, s in specs.items()}
         self.lanes = {ref: Lane(spec.max_concurrent) for ref, spec in specs.items()}
         self.live: dict[str, LiveTurn] = {}
+        self.on_change: Callable[[LiveTurn], None] | None = None  # a turn's task view changed (agent_tools pushes)
         self._lock = threading.Lock()
         self._closed = threading.Event()
 
@@ -96,13 +111,29 @@ class AgentService:
         if self.backends:
             with ThreadPoolExecutor(max_workers=min(16, len(self.backends))) as pool:
                 list(pool.map(lambda b: b.refresh(), self.backends.values()))
+        self.sweep()
         if follow:
             threading.Thread(target=self._follow, name="mcp-gateway-agents", daemon=True).start()
 
     def _follow(self) -> None:
+        swept = time.monotonic()
         while not self._closed.wait(REFRESH_S):
             for backend in self.backends.values():
                 backend.refresh()
+            if time.monotonic() - swept >= SWEEP_S:
+                swept = time.monotonic()
+                self.sweep()
+
+    def sweep(self) -> list[str]:
+        """Delete the sessions unused for max_age (with their turns, checkpoints and keys); their ids."""
+        if self.max_age is None:
+            return []
+        with self._lock:
+            running = {live.session_id for live in self.live.values()}
+        gone = self.store.sweep(stamp(self.clock() - self.max_age), running)
+        if gone:
+            log.info("deleted %d agent session(s) unused for %g days", len(gone), self.max_age / 86400)
+        return gone
 
     def close(self) -> None:
         self._closed.set()
@@ -128,13 +159,21 @@ class AgentService:
         with self._lock:
             live = self.live.get(row["id"])
             if live is None:
-                live = LiveTurn(self.store, row, self._run_ended)
+                live = LiveTurn(self.store, row, self._run_ended, self._changed)
                 question = row.get("question")
                 if question:
                     live.question = ab.Question(**json.loads(question))
                 if not live.finished:
                     self.live[row["id"]] = live
             return live
+
+    def _changed(self, live: LiveTurn) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(live)
+        except Exception as exc:  # a push is best effort: the turn goes on
+            log.warning("pushing task %s failed: %r", live.id, exc)
 
     def _run_ended(self, live: LiveTurn) -> None:
         if live.finished:
@@ -150,6 +189,7 @@ class AgentService:
         with live.cond:
             live.status, live.question, live.end = "cancelled", None, ab.TurnEnd(ab.CANCELED, message)
             live.cond.notify_all()
+        self._changed(live)
         with self._lock:
             self.live.pop(live.id, None)
 

@@ -8,7 +8,8 @@ also keeps the secret that seals task ids, so ids survive a restart. On open, a 
 `working` when the process died is marked failed (a paused turn keeps its question: the agent
 still holds it). Rules: plain rows in and out; every lookup is scoped to the principal; one
 connection behind one lock; the file is created owner-only; at most `max_sessions` sessions per
-principal and `max_turns` turns per session (StoreFull beyond).
+principal and `max_turns` turns per session (StoreFull beyond). `sweep` deletes sessions (their turns,
+checkpoints and idempotency keys) last used before a cutoff, never one with a working turn.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import secrets
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from mcp_agent_kit.core.task_table import now
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS turns(
 CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, seq);
 CREATE TABLE IF NOT EXISTS checkpoints(
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, principal TEXT NOT NULL, head_task_id TEXT NOT NULL,
-  history_sequence INTEGER NOT NULL, refs TEXT NOT NULL, created TEXT NOT NULL, request_id TEXT);
+  history_sequence INTEGER NOT NULL, refs TEXT NOT NULL, created TEXT NOT NULL, request_id TEXT, snapshot TEXT);
 CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_key ON checkpoints(principal, request_id);
 """
 
@@ -74,6 +75,8 @@ class SessionStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            if "snapshot" not in {row[1] for row in self._db.execute("PRAGMA table_info(checkpoints)")}:
+                self._db.execute("ALTER TABLE checkpoints ADD COLUMN snapshot TEXT")  # a file from before snapshots
             self._db.execute("UPDATE turns SET status='failed', state='TASK_STATE_FAILED', text=?, message=?, "
                              "updated=? WHERE status='working'", (RESTARTED, RESTARTED, now()))
             found = self._db.execute("SELECT value FROM meta WHERE key='secret'").fetchone()
@@ -194,18 +197,26 @@ class SessionStore:
 
     # ---- checkpoints ------------------------------------------------------------------------------
     def add_checkpoint(self, session_id: str, principal: str | None, head: dict[str, Any], refs: list[str],
-                       request_id: str | None) -> tuple[dict[str, Any], bool]:
+                       request_id: str | None, make_snapshot: Callable[[], str | None] | None = None
+                       ) -> tuple[dict[str, Any], bool]:
+        """(the checkpoint, True) — or (the one made earlier under request_id, False; make_snapshot is not
+        called). make_snapshot: the native copy of the session now (an ACP fork), kept as `snapshot`."""
         owner = _principal(principal)
+        earlier = "SELECT * FROM checkpoints WHERE principal=? AND request_id=?"
+        if request_id is not None:
+            row = self._one(earlier, (owner, request_id))
+            if row is not None:
+                return row, False
+        snapshot = make_snapshot() if make_snapshot is not None else None  # slow (the agent): outside the lock
         with self._lock:
-            if request_id is not None:
-                row = self._db.execute("SELECT * FROM checkpoints WHERE principal=? AND request_id=?",
-                                       (owner, request_id)).fetchone()
-                if row is not None:
-                    return dict(row), False
             checkpoint_id = str(uuid.uuid4())
-            self._db.execute("INSERT INTO checkpoints VALUES(?,?,?,?,?,?,?,?)", (
-                checkpoint_id, session_id, owner, head["agent_task_id"], head["seq"], json.dumps(refs), now(),
-                request_id))
+            try:
+                self._db.execute("INSERT INTO checkpoints(id, session_id, principal, head_task_id, history_sequence, "
+                                 "refs, created, request_id, snapshot) VALUES(?,?,?,?,?,?,?,?,?)", (
+                                     checkpoint_id, session_id, owner, head["agent_task_id"], head["seq"],
+                                     json.dumps(refs), now(), request_id, snapshot))
+            except sqlite3.IntegrityError:  # a concurrent retry with the same request_id won the race
+                return dict(self._db.execute(earlier, (owner, request_id)).fetchone()), False
             row = self._db.execute("SELECT * FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
         return dict(row), True
 
@@ -217,3 +228,27 @@ class SessionStore:
     def checkpoints(self, session_id: str, principal: str | None, after: str, limit: int) -> list[dict[str, Any]]:
         return self._all("SELECT rowid AS pos, * FROM checkpoints WHERE session_id=? AND principal=? AND rowid>? "
                          "ORDER BY rowid LIMIT ?", (session_id, _principal(principal), int(after or 0), limit))
+
+    # ---- retention ---------------------------------------------------------------------------------
+    def sweep(self, cutoff: str, keep: Collection[str] = ()) -> list[str]:
+        """Delete the sessions last used (created, a turn updated, a checkpoint taken) before `cutoff` (a
+        timestamp as `now()` writes them), except those in `keep` and any with a working turn; their ids."""
+        with self._lock:
+            if self._closed:
+                return []
+            rows = self._db.execute(
+                "SELECT s.id FROM sessions s WHERE MAX(s.created, "
+                "COALESCE((SELECT MAX(updated) FROM turns t WHERE t.session_id=s.id), ''), "
+                "COALESCE((SELECT MAX(created) FROM checkpoints c WHERE c.session_id=s.id), '')) < ? "
+                "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id=s.id AND t.status='working')",
+                (cutoff,)).fetchall()
+            gone = [row[0] for row in rows if row[0] not in keep]
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table, column in (("turns", "session_id"), ("checkpoints", "session_id"), ("sessions", "id")):
+                    self._db.executemany(f"DELETE FROM {table} WHERE {column}=?", [(g,) for g in gone])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return gone

@@ -19,6 +19,7 @@ from mcp_agent_kit.core.call import Call
 from mcp_agent_kit.core.content import ToolResult, text
 from mcp_agent_kit.core.context import Context
 from mcp_agent_kit.core.tasks import REQUIRED
+from mcp_agent_kit.gateway.agent_backend import SessionRefused
 from mcp_agent_kit.gateway.agent_questions import AnswerError, answer, elicitation
 from mcp_agent_kit.gateway.agent_service import AgentService, ServiceError
 from mcp_agent_kit.gateway.agent_sessions import StoreFull
@@ -95,7 +96,16 @@ class AgentTools:
         for name, (description, properties, required) in SCHEMAS.items():
             schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
             server.add_tool(_guarded(handlers[name]), name=name, description=description, input_schema=schema)
-        server.dispatcher.extension("tasks").add_source(self)
+        tasks = server.dispatcher.extension("tasks")
+        tasks.add_source(self)
+        self.service.on_change = lambda live: self._push(tasks, live)
+
+    def _push(self, tasks: Any, live: Any) -> None:
+        """A turn changed: its task, as tasks/get shows it, to the owner's listens on its id (notifications/tasks)."""
+        row = self.service.store.turn(live.id, live.principal)
+        if row is not None:
+            snapshot = self.service.render(row, live.principal)
+            tasks.notify(snapshot["taskId"], live.principal, snapshot)
 
     # ---- tools --------------------------------------------------------------------------------------
     def list_agents(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
@@ -177,7 +187,11 @@ class AgentTools:
         if head["agent_task_id"] != expected:
             raise ServiceError("conversation advanced beyond the expected task")
         refs = [t["agent_task_id"] for t in turns if t["agent_task_id"]]
-        row, created = store.add_checkpoint(session["id"], ctx.principal, head, refs, arguments.get("request_id"))
+        backend = self.service.backend(session["agent"])
+        # A native fork copies a session as it is *now*: snapshot it here, so a later fork_session cannot see
+        # turns after the checkpoint (A2A backends return None: their forks point at `refs` instead).
+        row, created = store.add_checkpoint(session["id"], ctx.principal, head, refs, arguments.get("request_id"),
+                                            lambda: backend.fork(session["id"], head["agent_task_id"]))
         if not created and (row["session_id"], row["head_task_id"]) != (session["id"], expected):
             raise ServiceError("request_id was already used for a different checkpoint")
         return _out({"checkpoint": _checkpoint(row)})
@@ -201,15 +215,17 @@ class AgentTools:
         backend = service.backend(source["agent"])
         request_id = arguments.get("request_id")
         key = f"fork:{request_id}" if request_id else None
-        if backend.info().can_fork:
+        snapshot = checkpoint.get("snapshot")
+        if snapshot:  # fork the checkpoint's snapshot again: one checkpoint, many forks, none sees later turns
             def make() -> str:
-                native = backend.fork(source["id"], checkpoint["head_task_id"])
+                native = backend.fork(snapshot, checkpoint["head_task_id"])
                 if native is None:
                     raise ServiceError(f"agent {source['agent']} could not fork the session")
                 return native
             session, _ = service.store.create_session(ctx.principal, source["agent"], make, key)
         elif service.specs[source["agent"]].kind == "acp":
-            raise ServiceError(f"agent {source['agent']} cannot fork sessions: it does not advertise session/fork")
+            raise ServiceError(f"checkpoint {checkpoint['id']} has no snapshot of the ACP session to fork (it was "
+                               "taken by an older gateway); take a new checkpoint")
         else:  # A2A: a new contextId whose first message points at the history through the checkpoint
             refs = json.loads(checkpoint["refs"])
             session, _ = service.store.create_session(ctx.principal, source["agent"], backend.new_session, key, refs)
@@ -278,7 +294,7 @@ def _guarded(handler: Any) -> Any:
         try:
             result: ToolResult = handler(_gateway_context, arguments)
             return result
-        except (ServiceError, StoreFull) as exc:
+        except (ServiceError, StoreFull, SessionRefused) as exc:
             return ToolResult([text(str(exc))], is_error=True)
 
     return tool

@@ -63,13 +63,16 @@ class LiveTurn:
     """One turn in this process: the backend's sink, the store's writer, the waiters' condition."""
 
     def __init__(self, store: SessionStore | SharedSessionStore, row: dict[str, Any],
-                 on_run_end: Callable[[LiveTurn], None]) -> None:
+                 on_run_end: Callable[[LiveTurn], None], on_change: Callable[[LiveTurn], None] | None = None) -> None:
+        """on_run_end: the run ended or paused; on_change: anything a tasks/get would show changed (written)."""
         self.store = store
         self.id: str = row["id"]
+        self.principal: str | None = row["principal"] or None
         self.session_id: str = row["session_id"]
         self.agent_task_id: str = row["agent_task_id"]
         self.status: str = row["status"]
         self.on_run_end = on_run_end
+        self.on_change = on_change
         self.question: ab.Question | None = None
         self.end: ab.TurnEnd | None = None
         self.cond = threading.Condition()
@@ -90,6 +93,7 @@ class LiveTurn:
             self.progress_seq += 1
             self.progress_text = text
             self.cond.notify_all()
+        self.changed()
 
     def ended(self, end: ab.TurnEnd) -> None:
         status = STATUS.get(end.state, "completed")
@@ -101,7 +105,12 @@ class LiveTurn:
         with self.cond:
             self.status, self.end, self.question = status, end, question
             self.cond.notify_all()
+        self.changed()
         self.on_run_end(self)
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
 
     # ---- waiting -----------------------------------------------------------------------------------
     def resume(self) -> None:
@@ -109,6 +118,7 @@ class LiveTurn:
             self.status, self.end, self.question = "working", None, None
         self.store.update_turn(self.id, status="working", state=ab.WORKING, message="The answer was sent to the agent.",
                                question=None)
+        self.changed()
 
     def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool]) -> ab.TurnEnd | None:
         """Block until this run ends (or pauses); progress() gets the latest progress text (updates that came

@@ -2,9 +2,13 @@
 
 Keys are `namespace/name` (`name` alone means namespace `default`); each value names exactly one
 kind: `a2a` (the agent's base URL or its card URL) or `acp` (an object: `command`, `args`, `env`,
-`cwd`, `approve`, `max_concurrent`, `idle`). Entry-level `max_concurrent` (turns at once) and
-`timeout` (seconds one turn may take) apply to both kinds. Rules: plain data in, frozen specs out;
-a malformed entry is one ConfigError naming it; no I/O, no clients.
+`cwd`, `approve`, `max_concurrent`, `idle`, `mcpServers`). An acp `mcpServers` object is keyed by name
+like the gateway's own section — `{"command", "args", "env"}` (stdio) or `{"url", "headers", "type":
+"http"|"sse"}` — and becomes ACP's McpServer array (env and headers as `[{name, value}]`), handed on
+`session/new`, `session/load` and `session/fork`. Entry-level `max_concurrent` (turns at once) and
+`timeout` (seconds one turn may take) apply to both kinds. The top-level `agentSessions` object holds the
+session retention, `{"maxAgeDays": N}`: sessions not used for N days are deleted (default: kept).
+Rules: plain data in, frozen specs out; a malformed entry is one ConfigError naming it; no I/O, no clients.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ DEFAULT_IDLE = 600.0
 APPROVE = ("ask", "reads", "all")
 """ACP permission policy: ask every time, approve read-only tool kinds and ask the rest, approve all."""
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-_ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle"})
+_ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle", "mcpServers"})
+_STDIO_KEYS = frozenset({"command", "args", "env"})
+_REMOTE_KEYS = frozenset({"url", "headers", "type"})
+REMOTE_TYPES = ("http", "sse")
 _ENTRY_KEYS = frozenset({"a2a", "acp", "max_concurrent", "timeout", "description"})
 
 
@@ -43,6 +50,7 @@ class AgentSpec:
     max_concurrent: int = DEFAULT_MAX_CONCURRENT
     timeout: float = DEFAULT_TURN_TIMEOUT
     description: str = ""
+    mcp_servers: tuple[dict[str, Any], ...] = ()  # acp: ACP McpServer wire objects
 
     @property
     def ref(self) -> str:
@@ -66,6 +74,44 @@ def _number(value: Any, what: str, low: float, high: float, *, whole: bool = Fal
     return float(value)
 
 
+def _pairs(value: Any, what: str) -> list[dict[str, str]]:
+    """An object of strings as ACP's [{name, value}] list."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError(f"{what} must be an object of strings")
+    return [{"name": name, "value": item} for name, item in value.items()]
+
+
+def _mcp_server(where: str, name: str, value: Any) -> dict[str, Any]:
+    """One acp mcpServers entry as an ACP McpServer (stdio: no type; http/sse: `type`)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: expected an object with "command" (stdio) or "url" (http, sse)')
+    remote = "url" in value
+    unknown = sorted(set(value) - (_REMOTE_KEYS if remote else _STDIO_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown} (known: {sorted(_REMOTE_KEYS if remote else _STDIO_KEYS)})")
+    if remote:
+        url, kind = value["url"], value.get("type", "http")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: url must be an http(s) URL")
+        if kind not in REMOTE_TYPES:
+            raise ConfigError(f"{where}: type must be one of {list(REMOTE_TYPES)}")
+        return {"type": kind, "name": name, "url": url, "headers": _pairs(value.get("headers", {}), f"{where} headers")}
+    command, args = value.get("command"), value.get("args", [])
+    if not isinstance(command, str) or not command:
+        raise ConfigError(f'{where}: needs a "command" string (stdio) or a "url" (http, sse)')
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{where}: args must be a list of strings")
+    return {"name": name, "command": command, "args": list(args), "env": _pairs(value.get("env", {}), f"{where} env")}
+
+
+def _mcp_servers(key: str, value: Any) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'agent {key!r}: acp mcpServers must be an object of "name": {{"command": ...}} or '
+                          f'{{"url": ...}}')
+    return tuple(_mcp_server(f"agent {key!r}: acp mcpServers {name!r}", str(name), entry)
+                 for name, entry in value.items())
+
+
 def _acp(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f'agent {key!r}: "acp" must be an object with a "command"')
@@ -87,7 +133,8 @@ def _acp(key: str, value: Any) -> dict[str, Any]:
     approve = value.get("approve", "ask")
     if approve not in APPROVE:
         raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
-    out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), "cwd": cwd, "approve": approve}
+    out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), "cwd": cwd, "approve": approve,
+                           "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
     out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
     if "max_concurrent" in value:
         out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
@@ -132,3 +179,20 @@ def parse_agents(data: Any) -> dict[str, AgentSpec]:
             raise ConfigError(f"agent {key!r}: {spec.ref} is configured twice")
         out[spec.ref] = spec
     return out
+
+
+_RETENTION_KEYS = frozenset({"maxAgeDays"})
+DAY_S = 86400.0
+
+
+def parse_retention(data: Any) -> float | None:
+    """Seconds a session may go unused before it is deleted (`agentSessions.maxAgeDays`), None: kept forever."""
+    section = data.get("agentSessions") if isinstance(data, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict) or set(section) - _RETENTION_KEYS:
+        raise ConfigError('"agentSessions" must be an object with only "maxAgeDays" (days a session may go unused '
+                          'before it is deleted)')
+    if "maxAgeDays" not in section:
+        return None
+    return _number(section["maxAgeDays"], '"agentSessions": maxAgeDays', 0.01, 36500) * DAY_S

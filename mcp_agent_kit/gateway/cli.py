@@ -111,7 +111,7 @@ def gateway_parser() -> Parser:
 def main_gateway(argv: list[str]) -> int:
     args = gateway_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="gateway: %(message)s")
-    from mcp_agent_kit.gateway.agents_config import parse_agents
+    from mcp_agent_kit.gateway.agents_config import parse_agents, parse_retention
     from mcp_agent_kit.gateway.config import ConfigError, load_document, parse_config
     from mcp_agent_kit.gateway.merged import Gateway
 
@@ -122,6 +122,7 @@ def main_gateway(argv: list[str]) -> int:
         document = load_document(args.config)
         config = parse_config(document)
         agents = parse_agents(document)
+        retention = parse_retention(document)
     except ConfigError as exc:
         problem = str(exc) if args.config in str(exc) else f"{args.config}: {exc}"
         return fail(problem, 'fix the file: an "mcpServers" object of {"command": ...} or {"url": ...} entries'
@@ -130,7 +131,7 @@ def main_gateway(argv: list[str]) -> int:
     oauth = oauth_settings(args)
     if oauth is not None and not args.http:
         return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
-    service = _agent_service(agents, args) if agents else None
+    service = _agent_service(agents, args, retention) if agents else None
     try:
         gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
     except ConfigError as exc:
@@ -155,7 +156,7 @@ def main_gateway(argv: list[str]) -> int:
         gateway.close()
 
 
-def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
+def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None) -> Any:
     """The agents' service over their session store (a CLI error when the store cannot be opened)."""
     import sqlite3
 
@@ -172,7 +173,7 @@ def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
                                " in the shared store", USAGE)
             assert options.secret is not None  # store_from_args refuses a shared store without one
             return AgentService(agents, SharedSessionStore(options.store, options.secret, options.replica,
-                                                           options.lease_s))
+                                                           options.lease_s), max_age=max_age)
         options.store.close()  # memory: the one-process sqlite file below, as without --store
     path = args.sessions or f"{args.config}.sessions.sqlite"
     try:
@@ -180,4 +181,4 @@ def _agent_service(agents: dict[str, Any], args: argparse.Namespace) -> Any:
     except (OSError, sqlite3.Error) as exc:
         raise CliError(f"cannot open the session store {path}: {exc}",
                        "give a writable file with --sessions FILE") from exc
-    return AgentService(agents, store)
+    return AgentService(agents, store, max_age=max_age)

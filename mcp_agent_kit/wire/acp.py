@@ -21,6 +21,7 @@ SESSION_RESUME: Final = "session/resume"
 SESSION_LIST: Final = "session/list"
 SESSION_CLOSE: Final = "session/close"
 SESSION_DELETE: Final = "session/delete"
+SESSION_FORK: Final = "session/fork"  # unstable in the schema: gated on sessionCapabilities.fork
 SESSION_PROMPT: Final = "session/prompt"
 SESSION_CANCEL: Final = "session/cancel"  # a notification
 SESSION_SET_MODE: Final = "session/set_mode"
@@ -40,7 +41,7 @@ CANCEL_REQUEST: Final = "$/cancel_request"  # either direction, a notification
 
 AGENT_METHODS: Final = frozenset({
     INITIALIZE, AUTHENTICATE, LOGOUT, SESSION_NEW, SESSION_LOAD, SESSION_RESUME, SESSION_LIST, SESSION_CLOSE,
-    SESSION_DELETE, SESSION_PROMPT, SESSION_CANCEL, SESSION_SET_MODE, SESSION_SET_CONFIG_OPTION,
+    SESSION_DELETE, SESSION_FORK, SESSION_PROMPT, SESSION_CANCEL, SESSION_SET_MODE, SESSION_SET_CONFIG_OPTION,
 })
 CLIENT_METHODS: Final = frozenset({
     SESSION_UPDATE, REQUEST_PERMISSION, FS_READ_TEXT_FILE, FS_WRITE_TEXT_FILE, TERMINAL_CREATE, TERMINAL_OUTPUT,
@@ -50,6 +51,7 @@ CLIENT_METHODS: Final = frozenset({
 # session capability (agentCapabilities.sessionCapabilities.<key> present) -> the method it unlocks
 SESSION_CAPABILITY_METHODS: Final = {
     "list": SESSION_LIST, "resume": SESSION_RESUME, "close": SESSION_CLOSE, "delete": SESSION_DELETE,
+    "fork": SESSION_FORK,
 }
 
 # -- session/update kinds (`update.sessionUpdate`) -------------------------------------------

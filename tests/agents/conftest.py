@@ -43,11 +43,13 @@ def agent_url() -> Iterator[str]:
 class GatewayRun:
     """A gateway on a free port with the given agents (and optionally one MCP backend)."""
 
-    def __init__(self, config: dict[str, Any], store: str, **options: Any) -> None:
+    def __init__(self, config: dict[str, Any], store: str, agent_options: dict[str, Any] | None = None,
+                 **options: Any) -> None:
+        """agent_options: AgentService keywords (max_age, clock); options: make_server's (tokens, ...)."""
         self.store = SessionStore(store)
         servers = {"metrics": {"command": sys.executable, "args": [str(METRICS)], "env": {}, "cwd": None,
                                "allowLegacy": False, "timeout": 30.0, "maxInFlight": 4}} if config.get("mcp") else {}
-        self.gateway = Gateway(servers, agents=AgentService(parse_agents(config), self.store))
+        self.gateway = Gateway(servers, agents=AgentService(parse_agents(config), self.store, **(agent_options or {})))
         self.gateway.start(follow=False)
         self.server: McpHTTPServer = make_server(self.gateway.server.dispatcher, "127.0.0.1", 0, **options)
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

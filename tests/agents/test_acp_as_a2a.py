@@ -21,6 +21,7 @@ from tests.agents.conftest import ROOT
 from tests.net import free_port, wait_listening
 
 ECHO = ROOT / "examples" / "acp_echo_agent.py"
+SESSIONS = "home/.cache/mcp-agent-kit/acp-echo-agent/sessions"  # the echo agent's default, under HOME
 
 
 @pytest.fixture
@@ -28,7 +29,8 @@ def bridge(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port = free_port()
     work = tmp_path / "repo"
     work.mkdir()
-    env = {**os.environ, "ACP_ECHO_AGENT_DIR": str(tmp_path / "acp")}
+    # the agent gets a minimal environment (HOME passes through): its sessions land under this test's HOME
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
     proc = subprocess.Popen([sys.executable, "-m", "mcp_agent_kit", "a2a", "--acp", "--cwd", str(work), "--",
                              sys.executable, str(ECHO), "--port", str(port)],
                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -68,9 +70,10 @@ async def _flow(base: str) -> dict[str, Any]:
     (task, paused), said = await _send(client, _msg("hello there"))
     (_, done), more = await _send(client, _msg("allow-once", task.id, task.context_id))
     (_, recalled), recall = await _send(client, _msg("what did I say before?", context_id=task.context_id))
+    (mine, _), counted = await _send(client, _msg("turns?", context_id="client-chosen-1"))
     await client.close()
     return {"card": card, "paused": paused, "said": said, "done": done, "more": more, "recalled": recalled,
-            "recall": recall}
+            "recall": recall, "context": task.context_id, "mine": mine.context_id, "counted": counted}
 
 
 def test_the_a2a_sdk_client_drives_an_acp_agent_with_a_permission_question(bridge: tuple[str, Path]) -> None:
@@ -81,6 +84,12 @@ def test_the_a2a_sdk_client_drives_an_acp_agent_with_a_permission_question(bridg
     assert got["done"] == "TASK_STATE_COMPLETED" and got["more"].endswith("\nFile: written.")
     assert (work / "echo.txt").read_text() == "hello there\n"
     assert got["recalled"] == "TASK_STATE_COMPLETED" and got["recall"] == "Before, you said: hello there"
+    # no contextId sent: the context's id is the ACP session's id (the echo agent keeps <sessionId>.json)
+    sessions = {p.stem for p in (work.parent / SESSIONS).glob("*.json")}
+    assert got["context"] in sessions
+    # a contextId the client chose and the bridge never saw: kept, and mapped to a new ACP session
+    assert got["mine"] == "client-chosen-1" and got["counted"] == "Turns so far: 0"
+    assert len(sessions) == 2 and "client-chosen-1" not in sessions
 
 
 async def _cancel(base: str) -> tuple[str, ...]:

@@ -19,20 +19,12 @@ from typing import Any, Literal
 
 from mcp_agent_kit.gateway.acp_backend import AcpBackend
 from tests.agents.conftest import ROOT, TASKS_META, GatewayRun
-from tests.agents.test_agents_curl import poll
+from tests.agents.test_agents_curl import poll, start_task
 from tests.agents.test_agents_sdk import AnyResult, ClaimContext, Client, CreatedTask, TaskParams, Tasks, types
 
 ECHO = ROOT / "examples" / "acp_echo_agent.py"
 AGENT = {"namespace": "dev", "name": "echo"}
 OPTION_IDS = ["allow-once", "reject-once", "allow-always"]
-
-
-def start_task(run: GatewayRun, arguments: dict[str, Any]) -> str:
-    """invoke_agent as a task (the echo agent may already be asking by the time the reply is written)."""
-    created = run.call("invoke_agent", arguments, _meta=TASKS_META)
-    assert created["resultType"] == "task" and created["status"] in ("working", "input_required"), created
-    task_id: str = created["taskId"]
-    return task_id
 
 
 def _config(tmp_path: Path, approve: str) -> dict[str, Any]:

@@ -76,14 +76,18 @@ def exercise(store: Any) -> list[Any]:
     out.append((len(first), len(rest), len({s["id"] for s in first + rest})))
     out.append(store.sessions("bob", "", 10))
     head = store.head(session["id"])
-    point, created = store.add_checkpoint(session["id"], "alice", head, ["x"], "r1")
-    out.append((created, point["history_sequence"], point["head_task_id"], point["refs"]))
-    again_point, created = store.add_checkpoint(session["id"], "alice", head, ["x"], "r1")
+    point, created = store.add_checkpoint(session["id"], "alice", head, ["x"], "r1", lambda: "snap")
+    out.append((created, point["history_sequence"], point["head_task_id"], point["refs"], point["snapshot"]))
+    again_point, created = store.add_checkpoint(session["id"], "alice", head, ["x"], "r1", lambda: "other")
     out.append((created, again_point["id"] == point["id"]))
     store.add_checkpoint(session["id"], "alice", head, [], None)
     listed = store.checkpoints(session["id"], "alice", "", 1)
     out.append((len(listed), len(store.checkpoints(session["id"], "alice", listed[0]["pos"], 10))))
     out.append(store.checkpoint(point["id"], "bob"))
+    keep = store.sessions("alice", "", 10)[-1]["id"]
+    out.append(len(store.sweep("9999", keep=[keep])))  # all but the kept one and the one with a working turn
+    out.append(store.session(session["id"], "alice") is not None)
+    out.append(store.create_session("alice", "a/b", lambda: next(ids), "k1")[1])  # k1's session stayed
     return out
 
 

@@ -28,6 +28,11 @@ def test_agent_keys_and_kinds() -> None:
     assert (claude.command, claude.args, claude.env, claude.cwd, claude.approve, claude.max_concurrent, claude.idle) \
         == ("claude-agent-acp", ("--x",), {"A": "1"}, "/srv/repo", "reads", 2, 30.0)
     assert parse_config({"agents": {"a": {"a2a": "http://x"}}}) == {}  # agents alone need no mcpServers
+    handed = parse_agents({"agents": {"a": {"acp": {"command": "c", "mcpServers": {
+        "fs": {"command": "/bin/fs", "env": {"K": "v"}}, "web": {"url": "https://h/mcp", "type": "sse"}}}}}})
+    assert handed["default/a"].mcp_servers == (
+        {"name": "fs", "command": "/bin/fs", "args": [], "env": [{"name": "K", "value": "v"}]},
+        {"type": "sse", "name": "web", "url": "https://h/mcp", "headers": []})
 
 
 @pytest.mark.parametrize(("entry", "says"), [
@@ -39,6 +44,13 @@ def test_agent_keys_and_kinds() -> None:
     ({"a": {"acp": {"command": "c", "bogus": 1}}}, "unknown acp keys"),
     ({"a": {"a2a": "http://x", "max_concurrent": 0}}, "max_concurrent"),
     ({"a": {"acp": {}}}, "command"),
+    ({"a": {"acp": {"command": "c", "mcpServers": []}}}, "acp mcpServers must be an object"),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"args": []}}}}}, "mcpServers 'x': needs a \"command\""),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"url": "ws://h"}}}}}, "mcpServers 'x': url must be"),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"url": "http://h", "type": "ws"}}}}}, "'x': type must"),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"command": "s", "cwd": "/"}}}}}, "'x': unknown keys"),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"command": "s", "env": {"A": 1}}}}}}, "'x' env must"),
+    ({"a": {"acp": {"command": "c", "mcpServers": {"x": {"url": "http://h", "headers": []}}}}}, "'x' headers must"),
 ])
 def test_bad_agent_entries_name_the_problem(entry: dict[str, Any], says: str) -> None:
     with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
