@@ -36,11 +36,17 @@ if TYPE_CHECKING:
     import psycopg
 
 POOL_SIZE = 8
+IDLE_CHECK_S = 5.0  # a pooled connection idle this long is checked (SELECT 1) before use
 WAIT_S = 30.0  # the longest an operation waits for a pooled connection
 CONNECT_TIMEOUT_S = 10
 NOTIFY_CHANNEL = "mcp_agent_kit"
 NOTIFY_MAX = 7000  # bytes of channel + payload (PostgreSQL's limit is 8000)
 MIGRATION_LOCK = 0x6D63_706B  # pg_advisory_xact_lock key for schema changes ("mcpk")
+
+CONNECT_DEFAULTS: dict[str, str | int] = {
+    "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "mcp-agent-kit", "options": "-c statement_timeout=60s",
+    "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+}
 
 _TEXT = 'TEXT COLLATE "C" NOT NULL'
 # version -> the statements that bring the schema from version - 1 to it (an ordered table; append only)
@@ -97,7 +103,14 @@ class PostgresStore:
         self._dsn = url
         self.url = redacted(url)
         self._password = _password_of(url)
-        self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
+        try:
+            given = self._psycopg.conninfo.conninfo_to_dict(url)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"bad PostgreSQL URL {self.url}: {self._scrub(exc)}") from None
+        # Every wait bounded: connecting, each statement, and a peer that vanished without a word
+        # (TCP keepalives). The URL's own settings win.
+        self._extra = {name: value for name, value in CONNECT_DEFAULTS.items() if name not in given}
+        self._idle: queue.LifoQueue[tuple[psycopg.Connection[Any], float]] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(POOL_SIZE)
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -114,8 +127,7 @@ class PostgresStore:
 
     # ---- connections ----------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] = self._psycopg.connect(
-            self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="mcp-agent-kit")
+        conn: psycopg.Connection[Any] = self._psycopg.connect(self._dsn, autocommit=True, **self._extra)
         return conn
 
     @contextmanager
@@ -127,10 +139,7 @@ class PostgresStore:
             raise StoreError(f"{self.url}: no free database connection after {WAIT_S:.0f} s")
         conn: psycopg.Connection[Any] | None = None
         try:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
+            conn = self._pooled() or self._connect()
             yield conn
         except self._psycopg.Error as exc:
             raise StoreError(f"{self.url}: {self._scrub(exc)}") from None
@@ -139,8 +148,23 @@ class PostgresStore:
                 if conn.closed or conn.broken or self._closed.is_set():
                     conn.close()
                 else:
-                    self._idle.put(conn)
+                    self._idle.put((conn, time.monotonic()))
             self._slots.release()
+
+    def _pooled(self) -> psycopg.Connection[Any] | None:
+        """An idle connection that still works (one idle for IDLE_CHECK_S is checked first), or None."""
+        while True:
+            try:
+                conn, since = self._idle.get_nowait()
+            except queue.Empty:
+                return None
+            if time.monotonic() - since < IDLE_CHECK_S:
+                return conn
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except self._psycopg.Error:  # the server restarted, or dropped it: make another
+                conn.close()
 
     def _scrub(self, exc: BaseException) -> str:
         """A driver error as one line, without the password even if the driver quoted the URL."""
@@ -303,7 +327,7 @@ class PostgresStore:
             thread.join(timeout=5)
         while True:
             try:
-                self._idle.get_nowait().close()
+                self._idle.get_nowait()[0].close()
             except queue.Empty:
                 break
 

@@ -108,21 +108,21 @@ class SqliteStore:
 
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection, under the lock; `write` wraps the block in BEGIN IMMEDIATE ... COMMIT."""
+        """The connection, under the lock; `write` wraps the block in BEGIN IMMEDIATE ... COMMIT
+        (rolled back when the block or the commit fails)."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store {self.url} is closed")
             try:
-                if write:
-                    self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    yield self._db
-                except BaseException:
                     if write:
+                        self._db.execute("BEGIN IMMEDIATE")
+                    yield self._db
+                    if write:
+                        self._db.execute("COMMIT")
+                finally:
+                    if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
-                    raise
-                if write:
-                    self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.url}: {exc}") from None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -52,6 +53,13 @@ class PostgresServer:
     def __init__(self, max_connections: int = 300) -> None:
         self.bins = {name: _binary(name) for name in BINARIES}
         self.as_root = os.geteuid() == 0
+        if self.as_root:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                raise PostgresUnavailable("PostgreSQL refuses to run as root and there is no 'postgres' user to "
+                                          "run it as: create one (useradd --system postgres) or run as non-root"
+                                          ) from None
         self.dir = Path(tempfile.mkdtemp(prefix="kit-pg-"))
         self.data, self.log = self.dir / "data", self.dir / "server.log"
         self.port = _free_port()

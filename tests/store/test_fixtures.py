@@ -72,3 +72,17 @@ def test_replicas_listen_on_their_own_ports_share_the_secret_and_die_by_kill_9()
         assert replicas.alive(0) and replicas.index_of_pid(replicas.procs[2].pid) == 2
     assert not any(replicas.alive(i) for i in range(3))
     assert sys.executable == replicas.command(1)[0]
+
+
+def test_the_store_bench_runs_and_prints_every_cell(pg_url: str) -> None:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "bench" / "store_bench.py"), "--tasks", "20", "--polls", "1",
+                           "--runs", "1", "--postgres", pg_url], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[2:5]}
+    assert list(rows) == ["memory", "sqlite", "postgresql"]
+    assert all(len(cells) == 8 and all(float(cell) > 0 for cell in cells) for cells in rows.values())
