@@ -22,7 +22,7 @@ from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import TERMINAL
 from mcp_agent_kit.a2a.protocol import SUBMITTED, WORKING
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
+from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore, task_of
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.store.base import Record, StoreError
 
@@ -181,7 +181,7 @@ class Replication:
                     cancel.set()  # another replica canceled it (or failed it when our lease lapsed)
         for record in self.store.lapsed(KIND, (SUBMITTED, WORKING), time.time()):
             if record.key not in jobs:
-                self._on_lapsed(SharedTaskStore._task(record))
+                self._on_lapsed(task_of(record))
 
     def close(self) -> None:
         self._closed.set()

@@ -32,6 +32,16 @@ class Conflict(StoreError):
     """Another replica saved the task after it was read; read it again."""
 
 
+def task_of(record: Record) -> dict[str, Any]:
+    """The task a record holds, with its `_version` and `_leased` read-side keys."""
+    task = dict(record.body)
+    task["_version"] = record.version
+    now = time.time()
+    task["_leased"] = (record.holder is not None and (record.lease_until or 0.0) > now) or \
+        float(task.get("_continuing", 0.0)) > now
+    return task
+
+
 class SharedTaskStore:
     """TaskStore over a shared Store; `replica` is this process's lease holder id."""
 
@@ -59,14 +69,6 @@ class SharedTaskStore:
             expires=now + self.ttl if finished and self.ttl is not None else None,
         )
 
-    @staticmethod
-    def _task(record: Record) -> dict[str, Any]:
-        task = dict(record.body)
-        task["_version"] = record.version
-        now = time.time()
-        task["_leased"] = (record.holder is not None and (record.lease_until or 0.0) > now) or \
-            float(task.get("_continuing", 0.0)) > now
-        return task
 
     def insert(self, task: dict[str, Any]) -> None:
         owner = task.get("_owner") or ""
@@ -78,7 +80,7 @@ class SharedTaskStore:
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         record = self.store.get(KIND, task_id)
-        return None if record is None else self._task(record)
+        return None if record is None else task_of(record)
 
     def save(self, task: dict[str, Any]) -> None:
         """Compare-and-set on the `_version` the task was read with (Conflict when it moved on)."""
@@ -93,7 +95,7 @@ class SharedTaskStore:
         if query.after is None:
             page = self.store.query(KIND, owner=owner, group=query.context_id, states=states,
                                     before=query.cursor, limit=query.limit)
-            return [self._task(r) for r in page.records], page.total
+            return [task_of(r) for r in page.records], page.total
         # statusTimestampAfter: newest first, so the matches are a prefix of the sorted records
         newer: list[Record] = []
         before: tuple[str, str] | None = None
@@ -110,12 +112,12 @@ class SharedTaskStore:
             found = [r for r in newer if (r.order, r.key) < cursor]
         else:
             found = newer
-        return [self._task(r) for r in found[: query.limit]], len(newer)
+        return [task_of(r) for r in found[: query.limit]], len(newer)
 
     def unfinished(self) -> list[dict[str, Any]]:
         """Every replica's unfinished tasks (the engine does not fail them at start on a shared store)."""
         page = self.store.query(KIND, states=UNFINISHED, limit=self.max_per_owner)
-        return [self._task(r) for r in page.records]
+        return [task_of(r) for r in page.records]
 
     def close(self) -> None:
         self.store.close()
