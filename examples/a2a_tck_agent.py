@@ -72,6 +72,20 @@ def _slow(job: Job) -> None:
         job.complete("Done after a while")
 
 
+def _steps(job: Job) -> None:
+    """Work for a while, then five artifact updates 0.2 s apart (a stream to follow from another replica)."""
+    job.working("starting")
+    if job.cancel.wait(1.0):
+        return
+    artifact_id = None
+    for step in range(1, 6):
+        artifact_id = job.artifact([{"text": f"step {step}"}], name="steps", artifact_id=artifact_id,
+                                   append=step > 1, last_chunk=step == 5)
+        if job.cancel.wait(0.2):
+            return
+    job.complete("five steps done")
+
+
 BEHAVIOURS: dict[str, Callable[[Job], None]] = {
     "tck-complete-task": _complete("Hello from TCK"),
     "tck-artifact-text": _artifact({"text": "Generated text content"}),
@@ -91,6 +105,7 @@ BEHAVIOURS: dict[str, Callable[[Job], None]] = {
     "tck-stream-artifact-file": _streamed(FILE),
     "tck-stream-artifact-chunked": _chunked,
     "test-resubscribe-message-id": _slow,
+    "steps-": _steps,  # not a TCK case: the scale-out tests follow it from another replica
 }
 PREFIXES = sorted(BEHAVIOURS, key=len, reverse=True)
 

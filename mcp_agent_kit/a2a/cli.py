@@ -1,11 +1,13 @@
-"""cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store PATH] [--token T]... [--tokens-file F]`.
+"""cli: `mcp-agent-kit a2a MODULE:ATTR [--http HOST:PORT] [--store URL] [--token T]... [--tokens-file F]`.
 
 MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. With `--acp`
 (`a2a --acp [--cwd DIR] [--approve ask|reads|all] -- CMD [ARGS...] --port P`) the ACP agent CMD is
 served instead (a2a.acp_bridge); a trailing `--port P` / `--http HOST:PORT` after CMD is ours. `--host`/`--port`
 are the older spelling of `--http`, hidden from --help but still accepted. Rules: argument parsing
 and wiring only; refuses a non-loopback bind without a token unless told `--insecure`; user
-mistakes are one stderr line (cli_common).
+mistakes are one stderr line (cli_common). `--store sqlite:///path` or `postgresql://...` shares the
+tasks with every replica on that store (a2a.shared_store); a bare `--store PATH` is the older
+one-process sqlite file (a2a.sqlite_store).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from mcp_agent_kit.a2a.http import MAX_BODY, is_loopback, principal_for, serve
 from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
+    CliError,
     Parser,
     add_oauth_options,
     add_origin_options,
+    add_store_options,
     add_token_options,
     alias,
     fail,
@@ -29,6 +33,7 @@ from mcp_agent_kit.cli_common import (
     oauth_settings,
     port_number,
     prog,
+    store_from_args,
     tokens_from,
 )
 
@@ -47,12 +52,24 @@ def build_agent(target: object) -> Agent:
     raise TypeError(f"expected an MCP Server/Registry or an a2a Agent, got {type(target).__name__}")
 
 
-def build_store(path: str | None) -> TaskStore:
-    if not path:
-        return MemoryStore()
-    from mcp_agent_kit.a2a.sqlite_store import SqliteStore
+def is_legacy_path(value: str | None) -> bool:
+    """`--store tasks.db` (no URL scheme): the older one-process sqlite task file."""
+    return bool(value) and "://" not in str(value) and value not in ("memory:",)
 
-    return SqliteStore(path)
+
+def build_store(args: argparse.Namespace) -> TaskStore:
+    """The task store `--store` names: memory, the older sqlite file, or tasks shared on a store.Store."""
+    if is_legacy_path(args.store):
+        from mcp_agent_kit.a2a.sqlite_store import SqliteStore
+
+        return SqliteStore(args.store)
+    options = store_from_args(args)
+    if not options.store.shared:
+        options.store.close()
+        return MemoryStore()  # the in-process default, as fast as ever
+    from mcp_agent_kit.a2a.shared_store import SharedTaskStore
+
+    return SharedTaskStore(options.store, options.replica, options.lease_s)
 
 
 def parser() -> Parser:
@@ -63,7 +80,7 @@ def parser() -> Parser:
                         help=f"bind address (default {DEFAULT_HOST}:{DEFAULT_PORT}; port 0 picks a free one)")
     alias(parser, "--host", dest="host")  # older spelling, still used by generated projects
     alias(parser, "--port", dest="port", type=port_number)
-    parser.add_argument("--store", metavar="PATH", help="keep tasks in this sqlite3 file (default: in memory)")
+    add_store_options(parser)
     add_token_options(parser, "JSON-RPC and REST")
     parser.add_argument("--public-url", metavar="URL", help="the base URL clients use, when behind a proxy")
     add_origin_options(parser)
@@ -163,9 +180,12 @@ def main(argv: list[str]) -> int:
     except (TargetError, TypeError) as exc:
         return fail(str(exc), code=USAGE)
     try:
-        engine = TaskEngine(agent, build_store(args.store))
+        engine = TaskEngine(agent, build_store(args))
+    except CliError as exc:
+        return fail(exc.problem, exc.fix, exc.code)
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
-        return fail(f"cannot open the task store {args.store}: {exc}", "give --store a sqlite3 file (or none)", USAGE)
+        return fail(f"cannot open the task store {args.store}: {exc}",
+                    "give --store sqlite:///FILE, postgresql://... or a sqlite3 file (or none)", USAGE)
     try:
         return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body,
                      allowed_hosts=args.allow_host, allowed_origins=args.allow_origin, oauth=oauth)

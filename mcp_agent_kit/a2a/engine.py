@@ -1,6 +1,6 @@
 """engine: runs A2A tasks — creation, continuation, cancellation, listing and event fan-out.
 
-An Agent decides what a message means (`accept`, which may refuse with an A2AError before any task
+An Agent (a2a.job) decides what a message means (`accept`, which may refuse with an A2AError before any task
 exists) and does the work through a Job on a bounded core.worker_pool.WorkerPool (`workers`
 threads; more work waits in its queue, its task `submitted`), at most `max_running_per_owner`
 jobs per principal at once (more are refused with an Internal error). Every state change passes the lifecycle
@@ -20,119 +20,30 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from mcp_agent_kit.a2a import lifecycle, listing
-from mcp_agent_kit.a2a.messages import agent_message, check_media_types, new_id, parse_message, text_part
-from mcp_agent_kit.a2a.protocol import (
-    CANCELED,
-    COMPLETED,
-    FAILED,
-    INPUT_REQUIRED,
-    SUBMITTED,
-    WORKING,
-    A2AError,
-    now_iso,
+from mcp_agent_kit.a2a.job import Agent, Event, Job, Work
+from mcp_agent_kit.a2a.messages import (
+    agent_message,
+    check_media_types,
+    count_param,
+    flag_param,
+    new_id,
+    parse_message,
+    text_part,
 )
+from mcp_agent_kit.a2a.protocol import CANCELED, COMPLETED, FAILED, SUBMITTED, A2AError, now_iso
+from mcp_agent_kit.a2a.replication import LAPSED, Replication
+from mcp_agent_kit.a2a.shared_store import Conflict, SharedTaskStore
 from mcp_agent_kit.a2a.store import MemoryStore, StoreError, TaskStore, view
 from mcp_agent_kit.core.worker_pool import DEFAULT_WORKERS, WorkerPool
 
+__all__ = ["KEEPALIVE", "MAX_BEHIND", "Agent", "Job", "TaskEngine", "Work"]
 log = logging.getLogger("mcp_agent_kit.a2a")
-Event = dict[str, Any]
-Work = Callable[["Job"], None]
 _END: Event = {}
 KEEPALIVE: Event = {}  # yielded by an open-ended stream that has been idle for KEEPALIVE_S
 KEEPALIVE_S = 15.0
 MAX_BEHIND = 1024  # events one subscriber may have unread; one more and its stream ends (memory stays bounded)
 TOO_MANY = "Internal error: too many unfinished tasks for this principal; try again later"
-
-
-class Agent:
-    """What an A2A server does with messages. Subclass and override; `accept` returns the work."""
-
-    name = "agent"
-    description = "An A2A agent"
-    version = "0.1.0"
-    input_modes: tuple[str, ...] = ("text/plain", "application/json")
-    output_modes: tuple[str, ...] = ("text/plain", "application/json")
-
-    def skills(self) -> list[dict[str, Any]]:
-        return []
-
-    def extensions(self) -> list[dict[str, Any]]:
-        return []
-
-    def accepted_media_types(self) -> frozenset[str]:
-        modes = set(self.input_modes)
-        for skill in self.skills():
-            modes.update(skill.get("inputModes", ()))
-        return frozenset(mode.lower() for mode in modes)
-
-    def accept(self, message: dict[str, Any], task: dict[str, Any] | None) -> Work:
-        """Check a message (a new one, or one continuing `task`) and return the work to run."""
-        raise A2AError("UnsupportedOperation", "this agent accepts no messages")
-
-
-class Job:
-    """The handle an agent's work uses to report on one message: statuses, artifacts, or a direct reply."""
-
-    def __init__(
-        self, engine: TaskEngine, message: dict[str, Any], owner: str, task_id: str | None, context_id: str
-    ) -> None:
-        self.engine = engine
-        self.message = message
-        self.owner = owner
-        self.task_id = task_id
-        self.context_id = context_id
-        self.cancel = threading.Event()
-        self.replied = False
-        self.sink: queue.SimpleQueue[Event] = queue.SimpleQueue()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel.is_set()
-
-    def status(self, state: str, parts: list[dict[str, Any]] | str | None = None, pending: Any = None) -> None:
-        """Move the task to `state`, with an optional status message (text or parts)."""
-        if isinstance(parts, str):
-            parts = [text_part(parts)]
-        self.engine._status(self, state, parts, pending)
-
-    def working(self, text: str | None = None) -> None:
-        self.status(WORKING, text)
-
-    def complete(self, parts: list[dict[str, Any]] | str | None = None) -> None:
-        self.status(COMPLETED, parts)
-
-    def fail(self, parts: list[dict[str, Any]] | str) -> None:
-        self.status(FAILED, parts)
-
-    def ask(self, parts: list[dict[str, Any]] | str, pending: Any = None) -> None:
-        """INPUT_REQUIRED with a question; `pending` is kept (privately) for the continuation."""
-        self.status(INPUT_REQUIRED, parts, pending)
-
-    def artifact(
-        self,
-        parts: list[dict[str, Any]],
-        *,
-        name: str | None = None,
-        artifact_id: str | None = None,
-        append: bool = False,
-        last_chunk: bool = False,
-        description: str | None = None,
-    ) -> str:
-        """Add an artifact (or, with append, more parts to an existing one); returns its id."""
-        art: dict[str, Any] = {"artifactId": artifact_id or new_id()}
-        if name:
-            art["name"] = name
-        if description:
-            art["description"] = description
-        art["parts"] = list(parts)
-        self.engine._artifact(self, art, append, last_chunk)
-        return str(art["artifactId"])
-
-    def reply(self, parts: list[dict[str, Any]] | str) -> None:
-        """Answer with a Message and no task (or complete the task with it if one exists already)."""
-        if isinstance(parts, str):
-            parts = [text_part(parts)]
-        self.engine._reply(self, parts)
+CAS_TRIES = 20  # compare-and-set rounds against other replicas' writes before giving up
 
 
 class TaskEngine:
@@ -149,7 +60,18 @@ class TaskEngine:
         self._lock = threading.RLock()
         self._subs: dict[str, list[queue.SimpleQueue[Event]]] = {}
         self._jobs: dict[str, Job] = {}
-        self._recover()
+        self.replicas: Replication | None = None  # set on a shared store: other processes serve these tasks too
+        if isinstance(self.store, SharedTaskStore):
+            self.store.running = self._jobs
+            self.replicas = Replication(self.store, self._cancels, self._lapsed)
+        else:
+            self._recover()
+
+    def close(self) -> None:
+        """Stop the lease thread (on a shared store) and close the store."""
+        if self.replicas is not None:
+            self.replicas.close()
+        self.store.close()
 
     # ---- public operations (called by the bindings) ------------------------------------------
     def send(self, owner: str, params: dict[str, Any], stream: bool = False) -> dict[str, Any] | Iterator[Event]:
@@ -158,14 +80,21 @@ class TaskEngine:
         config = {} if config is None else config
         if not isinstance(config, dict):
             raise A2AError("InvalidParams", "Invalid params: configuration must be an object")
-        immediate = _flag(config, "returnImmediately", "return_immediately")
-        history_length = _count(config, "historyLength", "history_length")
+        immediate = flag_param(config, "returnImmediately", "return_immediately")
+        history_length = count_param(config, "historyLength", "history_length")
         check_media_types(message, self.agent.accepted_media_types())
-        with self._lock:
-            if self._running.get(owner, 0) >= self.max_running_per_owner:
-                raise A2AError("Internal", TOO_MANY)
-            job, snapshot = self._open(owner, message)
-            self._running[owner] = self._running.get(owner, 0) + 1
+        if self.replicas is not None and not self.replicas.claim(owner, message["messageId"]):
+            return self._again(owner, message["messageId"], stream, immediate, history_length)
+        try:
+            with self._lock:
+                if self._running.get(owner, 0) >= self.max_running_per_owner:
+                    raise A2AError("Internal", TOO_MANY)
+                job, snapshot = self._open(owner, message)
+                self._running[owner] = self._running.get(owner, 0) + 1
+        except BaseException:
+            if self.replicas is not None:
+                self.replicas.unclaim(owner, message["messageId"])
+            raise
         try:
             work = self.agent.accept(message, snapshot)
             if job.task_id is not None:
@@ -177,6 +106,8 @@ class TaskEngine:
                 self._ran(owner)
                 if job.task_id is not None:
                     self._jobs.pop(job.task_id, None)
+            if self.replicas is not None:
+                self.replicas.unclaim(owner, message["messageId"])
             raise
         self.pool.submit(lambda: self._run(job, work))  # waiting for a worker, the task stays submitted
         if stream:
@@ -184,7 +115,7 @@ class TaskEngine:
         return self._wait(job, immediate, history_length)
 
     def get(self, owner: str, params: dict[str, Any]) -> dict[str, Any]:
-        history_length = _count(params, "historyLength", "history_length")
+        history_length = count_param(params, "historyLength", "history_length")
         with self._lock:
             return view(self._owned(owner, params), history_length)
 
@@ -196,8 +127,10 @@ class TaskEngine:
             job = self._jobs.get(task["id"])
             if job is not None:
                 job.cancel.set()
-            self._move(task, CANCELED, None)
-            return view(task)
+            canceled = self._move(task, CANCELED, None)
+            if canceled is None:  # another replica finished it first
+                raise _ended("TaskNotCancelable", self._load(task["id"]))
+            return view(canceled)
 
     def subscribe(self, owner: str, params: dict[str, Any]) -> Iterator[Event]:
         sink: queue.SimpleQueue[Event] = queue.SimpleQueue()
@@ -205,9 +138,41 @@ class TaskEngine:
             task = self._owned(owner, params)
             if task["status"]["state"] in lifecycle.TERMINAL:
                 raise _ended("UnsupportedOperation", task)
+            if self.replicas is not None:
+                return self._tail(task, lambda state: state in lifecycle.TERMINAL)
             self._subs.setdefault(task["id"], []).append(sink)
             sink.put({"task": view(task)})
         return self._drain(sink, None, lambda state: state in lifecycle.TERMINAL, task["id"])
+
+    def _tail(self, task: dict[str, Any], done: Callable[[str], bool], timeout: float | None = None,
+              history_length: int | None = None) -> Iterator[Event]:
+        """Shared store: the task as read, then its logged events from any replica (see replication)."""
+        assert self.replicas is not None
+        events = self.replicas.tail(task["id"], task.get("_events", 0), done, KEEPALIVE_S, timeout)
+
+        def stream() -> Generator[Event, None, None]:
+            yield {"task": view(task, history_length)}
+            for event in events:
+                yield KEEPALIVE if event is None else event
+        return stream()
+
+    def _again(self, owner: str, message_id: str, stream: bool, immediate: bool,
+               history_length: int | None) -> dict[str, Any] | Iterator[Event]:
+        """A message some replica received before (same messageId): its outcome, never a second run."""
+        assert self.replicas is not None
+        outcome = self.replicas.outcome(owner, message_id, self.wait_timeout)
+        if outcome is None:
+            raise A2AError("Internal", f"Internal error: message {message_id} is still being accepted; retry later")
+        if "message" in outcome:
+            return iter([{"message": outcome["message"]}]) if stream else {"message": outcome["message"]}
+        task = self._owned(owner, {"id": outcome["taskId"]})
+        if stream:
+            return self._tail(task, lifecycle.is_final, history_length=history_length)
+        if not immediate and not lifecycle.is_final(task["status"]["state"]):
+            for _ in self._tail(task, lifecycle.is_final, self.wait_timeout):
+                pass
+            task = self._load(task["id"])
+        return {"task": view(task, history_length)}
 
     def list_tasks(self, owner: str, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -231,7 +196,7 @@ class TaskEngine:
                 raise A2AError(
                     "UnsupportedOperation", f"Task {task_id} is in terminal state: {state}", {"taskId": task_id}
                 )
-            if task_id in self._jobs or state not in lifecycle.INTERRUPTED:
+            if task_id in self._jobs or task.get("_leased") or state not in lifecycle.INTERRUPTED:
                 raise A2AError(
                     "UnsupportedOperation",
                     f"Task {task_id} is still working ({state}); wait for it to ask for input",
@@ -253,7 +218,15 @@ class TaskEngine:
             task = self._load(str(job.task_id))
             job.message.update(taskId=task["id"], contextId=task["contextId"])
             task["history"] = [*task.get("history", []), job.message]
-            self.store.save(task)
+            if self.replicas is not None:  # taken: other replicas refuse another continuation until it moves
+                task["_continuing"] = time.time() + self.replicas.tasks.lease_s
+            try:
+                self.store.save(task)  # on a shared store, this claims the task (a lease) for this replica
+            except Conflict:
+                raise A2AError("UnsupportedOperation", f"Task {task['id']} is being continued on another replica;"
+                               " wait for it to ask for input", {"taskId": task["id"]}) from None
+            if self.replicas is not None:
+                self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task["id"]})
             self._subs.setdefault(task["id"], []).append(job.sink)
             job.sink.put({"task": view(task)})
 
@@ -271,12 +244,15 @@ class TaskEngine:
                 "history": [job.message],
                 "_owner": job.owner,
             }
+            self._jobs[task_id] = job  # first: a shared store leases the task to this replica at once
             try:
                 self.store.insert(task)
             except StoreError as exc:
+                del self._jobs[task_id]
                 raise A2AError("Internal", f"Internal error: {exc}") from exc
             job.task_id = task_id
-            self._jobs[task_id] = job
+            if self.replicas is not None:
+                self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task_id})
             self._subs[task_id] = [job.sink]
             job.sink.put({"task": view(task)})
             return task
@@ -285,36 +261,38 @@ class TaskEngine:
     def _status(self, job: Job, state: str, parts: list[dict[str, Any]] | None, pending: Any) -> None:
         with self._lock:
             task = self._create(job)
-            if job.cancelled and task["status"]["state"] == CANCELED:
+            if self.replicas is not None and task["status"]["state"] in lifecycle.TERMINAL:
+                job.cancel.set()  # another replica canceled it (or failed it: our lease had lapsed)
+            if job.cancelled and task["status"]["state"] in lifecycle.TERMINAL:
                 return  # the client canceled; late reports from the work are dropped
-            if pending is not None:
-                task["_pending"] = pending
-            elif state not in lifecycle.INTERRUPTED:
-                task.pop("_pending", None)
-            self._move(task, state, parts)
+            job.reported = state
+            self._move(task, state, parts, pending)
 
     def _artifact(self, job: Job, art: dict[str, Any], append: bool, last_chunk: bool) -> None:
         with self._lock:
             task = self._create(job)
             if task["status"]["state"] in lifecycle.TERMINAL:
-                if job.cancelled:
+                if job.cancelled or self.replicas is not None:
+                    job.cancel.set()
                     return
                 raise lifecycle.IllegalTransition(f"task {task['id']} is finished; no more artifacts")
-            artifacts = task.setdefault("artifacts", [])
-            index = next((i for i, a in enumerate(artifacts) if a["artifactId"] == art["artifactId"]), None)
-            if index is None:
-                artifacts.append(art)
-            elif append:
-                artifacts[index] = dict(artifacts[index], parts=[*artifacts[index]["parts"], *art["parts"]])
-            else:
-                artifacts[index] = art
-            self.store.save(task)
-            update: dict[str, Any] = {"taskId": task["id"], "contextId": task["contextId"], "artifact": dict(art)}
-            if append:
-                update["append"] = True
-            if last_chunk:
-                update["lastChunk"] = True
-            self._publish(task["id"], {"artifactUpdate": update})
+
+            def change(task: dict[str, Any]) -> Event:
+                artifacts = task.setdefault("artifacts", [])
+                index = next((i for i, a in enumerate(artifacts) if a["artifactId"] == art["artifactId"]), None)
+                if index is None:
+                    artifacts.append(art)
+                elif append:
+                    artifacts[index] = dict(artifacts[index], parts=[*artifacts[index]["parts"], *art["parts"]])
+                else:
+                    artifacts[index] = art
+                update: dict[str, Any] = {"taskId": task["id"], "contextId": task["contextId"], "artifact": dict(art)}
+                if append:
+                    update["append"] = True
+                if last_chunk:
+                    update["lastChunk"] = True
+                return {"artifactUpdate": update}
+            self._commit(task, change)
 
     def _reply(self, job: Job, parts: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -322,24 +300,63 @@ class TaskEngine:
                 self._status(job, COMPLETED, parts, None)
                 return
             job.replied = True
-            job.sink.put({"message": agent_message(parts, job.context_id)})
+            reply = agent_message(parts, job.context_id)
+            if self.replicas is not None:
+                self.replicas.resolve(job.owner, job.message["messageId"], {"message": reply})
+            job.sink.put({"message": reply})
 
-    def _move(self, task: dict[str, Any], state: str, parts: list[dict[str, Any]] | None) -> None:
-        """Apply one transition (lock held), save, and publish the status update."""
-        lifecycle.advance(task["status"]["state"], state)
-        status: dict[str, Any] = {"state": state}
-        if parts:
-            msg = agent_message(parts, task["contextId"], task["id"])
-            status["message"] = msg
-            task["history"] = [*task.get("history", []), msg]
-        status["timestamp"] = now_iso()
-        task["status"] = status
-        self.store.save(task)
-        self._publish(
-            task["id"], {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"], "status": status}}
-        )
+    def _move(self, task: dict[str, Any], state: str, parts: list[dict[str, Any]] | None, pending: Any = None,
+              retry: bool = True) -> dict[str, Any] | None:
+        """Apply one transition (lock held), save, and publish the status update; the task as saved,
+        or None when another replica finished it first."""
+        def change(task: dict[str, Any]) -> Event:
+            lifecycle.advance(task["status"]["state"], state)
+            task.pop("_continuing", None)
+            if pending is not None:
+                task["_pending"] = pending
+            elif state not in lifecycle.INTERRUPTED:
+                task.pop("_pending", None)
+            status: dict[str, Any] = {"state": state}
+            if parts:
+                msg = agent_message(parts, task["contextId"], task["id"])
+                status["message"] = msg
+                task["history"] = [*task.get("history", []), msg]
+            status["timestamp"] = now_iso()
+            task["status"] = status
+            return {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"], "status": status}}
+        saved = self._commit(task, change, retry)
         if state in lifecycle.TERMINAL:
             self._subs.pop(task["id"], None)
+        return saved
+
+    def _commit(self, task: dict[str, Any], change: Callable[[dict[str, Any]], Event],
+                retry: bool = True) -> dict[str, Any] | None:
+        """Apply `change` to the task, save it and publish the event it returns (lock held). On a shared
+        store the save is compare-and-set: when another replica wrote first, the change is applied
+        again to a fresh copy (with `retry`), or dropped (None) when that write finished the task."""
+        if self.replicas is None:
+            event = change(task)
+            self.store.save(task)
+            self._publish(task["id"], event)
+            return task
+        for _ in range(CAS_TRIES):
+            event = change(task)
+            task["_events"] = task.get("_events", 0) + 1  # the subscriber's start point: events logged so far
+            try:
+                self.store.save(task)
+            except Conflict:
+                fresh = self.store.get(task["id"])
+                if fresh is None or fresh["status"]["state"] in lifecycle.TERMINAL or not retry:
+                    job = self._jobs.get(task["id"])
+                    if job is not None and (fresh is None or fresh["status"]["state"] in lifecycle.TERMINAL):
+                        job.cancel.set()
+                    return None
+                task = fresh
+                continue
+            self.replicas.publish(task["id"], event, task["status"]["state"] in lifecycle.TERMINAL)
+            self._publish(task["id"], event)
+            return task
+        raise StoreError(f"task {task['id']} keeps changing on other replicas")
 
     def _publish(self, task_id: str, event: Event) -> None:
         subs = self._subs.get(task_id)
@@ -381,7 +398,8 @@ class TaskEngine:
             if job.replied:
                 return
             task = self._create(job)
-            if not lifecycle.is_final(task["status"]["state"]):
+            # a job that asked for input is done: the task may already be continued elsewhere
+            if not lifecycle.is_final(task["status"]["state"]) and not lifecycle.is_final(job.reported):
                 self._move(task, FAILED, [text_part(why)])
 
     def _drain(
@@ -454,40 +472,21 @@ class TaskEngine:
                 raise A2AError("TaskNotFound", f"Task {task_id} not found", {"taskId": task_id})
             return task
 
+    def _cancels(self) -> dict[str, threading.Event]:
+        """The jobs this replica runs (no lock: called from the store's notification thread)."""
+        return {task_id: job.cancel for task_id, job in self._jobs.copy().items()}
+
+    def _lapsed(self, task: dict[str, Any]) -> None:
+        """Another replica's lease on the task ran out: fail it (once, whichever replica is first)."""
+        with self._lock:
+            self._move(task, FAILED, [text_part(LAPSED)], retry=False)
+
     def _recover(self) -> None:
         """After a restart no work is running: tasks caught mid-run fail; interrupted ones wait on."""
         with self._lock:
             for task in self.store.unfinished():
                 if task["status"]["state"] not in lifecycle.INTERRUPTED:
                     self._move(task, FAILED, [text_part("The server restarted while this task was running")])
-
-
-def _flag(obj: dict[str, Any], *names: str) -> bool:
-    for name in names:
-        value = obj.get(name)
-        if value is not None:
-            if not isinstance(value, bool):
-                raise A2AError(
-                    "InvalidParams",
-                    f"Invalid params: {name} must be a boolean",
-                    violations=[(name, "must be a boolean")],
-                )
-            return value
-    return False
-
-
-def _count(obj: dict[str, Any], *names: str) -> int | None:
-    for name in names:
-        value = obj.get(name)
-        if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise A2AError(
-                    "InvalidParams",
-                    f"Invalid params: {name} must be a non-negative integer",
-                    violations=[(name, "must be a non-negative integer")],
-                )
-            return value
-    return None
 
 
 def _ended(kind: str, task: dict[str, Any]) -> A2AError:

@@ -402,4 +402,4 @@ def serve(
                               allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, oauth=oauth), announce
         )
     finally:
-        engine.store.close()
+        engine.close()

@@ -161,3 +161,31 @@ def data_part(data: Any) -> dict[str, Any]:
 
 def texts(message: dict[str, Any]) -> list[str]:
     return [part["text"] for part in message.get("parts", ()) if "text" in part]
+
+
+def flag_param(obj: dict[str, Any], *names: str) -> bool:
+    for name in names:
+        value = obj.get(name)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise A2AError(
+                    "InvalidParams",
+                    f"Invalid params: {name} must be a boolean",
+                    violations=[(name, "must be a boolean")],
+                )
+            return value
+    return False
+
+
+def count_param(obj: dict[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = obj.get(name)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise A2AError(
+                    "InvalidParams",
+                    f"Invalid params: {name} must be a non-negative integer",
+                    violations=[(name, "must be a non-negative integer")],
+                )
+            return value
+    return None

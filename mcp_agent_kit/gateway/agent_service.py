@@ -23,6 +23,7 @@ from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.a2a_backend import A2ABackend
 from mcp_agent_kit.gateway.acp_backend import AcpBackend
 from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
+from mcp_agent_kit.gateway.agent_store import SharedSessionStore
 from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, Lane, LiveTurn, seal_id
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 
@@ -91,7 +92,7 @@ def make_backend(spec: AgentSpec) -> ab.AgentBackend:
 class AgentService:
     """See the module docstring."""
 
-    def __init__(self, specs: dict[str, AgentSpec], store: SessionStore,
+    def __init__(self, specs: dict[str, AgentSpec], store: SessionStore | SharedSessionStore,
                  backends: dict[str, ab.AgentBackend] | None = None, *, max_age: float | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         """max_age: seconds a session may go unused before `sweep` deletes it (None: kept); clock: epoch now."""

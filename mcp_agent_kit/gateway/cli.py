@@ -28,6 +28,7 @@ from mcp_agent_kit.cli_common import (
     CliError,
     Parser,
     add_oauth_options,
+    add_store_options,
     add_token_options,
     check_bindable,
     fail,
@@ -35,6 +36,7 @@ from mcp_agent_kit.cli_common import (
     listen_failed,
     oauth_settings,
     prog,
+    store_from_args,
     tokens_from,
 )
 from mcp_agent_kit.client.channel import PeerError
@@ -134,7 +136,9 @@ def gateway_parser() -> Parser:
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
     parser.add_argument("--sessions", metavar="FILE",
-                        help="sqlite file keeping agent sessions across restarts (default CONFIG.sessions.sqlite)")
+                        help="sqlite file keeping agent sessions across restarts (default CONFIG.sessions.sqlite;"
+                             " with --store sqlite:// or postgresql://, the sessions live in that shared store)")
+    add_store_options(parser)
     parser.add_argument("--principal-header", metavar="NAME",
                         help="behind a trusted proxy only: take the caller's identity from this header")
     add_oauth_options(parser)
@@ -196,6 +200,18 @@ def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: fl
     from mcp_agent_kit.gateway.agent_service import AgentService
     from mcp_agent_kit.gateway.agent_sessions import SessionStore
 
+    if args.store is not None:
+        from mcp_agent_kit.gateway.agent_store import SharedSessionStore
+
+        options = store_from_args(args)
+        if options.store.shared:
+            if args.sessions:
+                raise CliError("give --sessions FILE or --store URL, not both", "drop --sessions: the sessions live"
+                               " in the shared store", USAGE)
+            assert options.secret is not None  # store_from_args refuses a shared store without one
+            return AgentService(agents, SharedSessionStore(options.store, options.secret, options.replica,
+                                                           options.lease_s), max_age=max_age)
+        options.store.close()  # memory: the one-process sqlite file below, as without --store
     path = args.sessions or f"{args.config}.sessions.sqlite"
     try:
         store = SessionStore(path)
