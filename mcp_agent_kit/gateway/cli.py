@@ -27,6 +27,7 @@ from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    StoreOptions,
     add_oauth_options,
     add_store_options,
     add_token_options,
@@ -168,11 +169,20 @@ def main_gateway(argv: list[str]) -> int:
     oauth = oauth_settings(args)
     if oauth is not None and not args.http:
         return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
-    service = _agent_service(agents, args, retention) if agents else None
+    options = store_from_args(args)  # memory without --store; the secret from --secret-file or the environment
+    shared: StoreOptions | None = options
+    if not options.store.shared:
+        options.store.close()  # memory: nothing to share; the sessions stay in the one-process sqlite file
+        shared = None
+    service = _agent_service(agents, args, retention, shared) if agents else None
     try:
         gateway = Gateway(config, timeout=args.timeout, separator=args.separator, agents=service)
     except ConfigError as exc:
         return fail(f"{args.config}: {exc}", "fix the server's oauth settings (docs/oauth.md)")
+    if shared is not None:  # the gateway's own MCP tasks and legacy sessions, shared by every replica too
+        gateway.server.use_store(shared.store, secret=shared.secret, lease_s=shared.lease_s, replica=shared.replica)
+    elif options.secret is not None:
+        gateway.server.secret = options.secret
     try:
         if not args.http:
             gateway.start()
@@ -193,25 +203,24 @@ def main_gateway(argv: list[str]) -> int:
         gateway.close()
 
 
-def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None) -> Any:
-    """The agents' service over their session store (a CLI error when the store cannot be opened)."""
+def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None,
+                   shared: StoreOptions | None) -> Any:
+    """The agents' service over their session store: the shared one (`--store`), else the one-process
+    sqlite file (`--sessions`); a CLI error when it cannot be opened."""
     import sqlite3
 
     from mcp_agent_kit.gateway.agent_service import AgentService
     from mcp_agent_kit.gateway.agent_sessions import SessionStore
 
-    if args.store is not None:
+    if shared is not None:
         from mcp_agent_kit.gateway.agent_store import SharedSessionStore
 
-        options = store_from_args(args)
-        if options.store.shared:
-            if args.sessions:
-                raise CliError("give --sessions FILE or --store URL, not both", "drop --sessions: the sessions live"
-                               " in the shared store", USAGE)
-            assert options.secret is not None  # store_from_args refuses a shared store without one
-            return AgentService(agents, SharedSessionStore(options.store, options.secret, options.replica,
-                                                           options.lease_s), max_age=max_age)
-        options.store.close()  # memory: the one-process sqlite file below, as without --store
+        if args.sessions:
+            raise CliError("give --sessions FILE or --store URL, not both", "drop --sessions: the sessions live"
+                           " in the shared store", USAGE)
+        assert shared.secret is not None  # store_from_args refuses a shared store without one
+        return AgentService(agents, SharedSessionStore(shared.store, shared.secret, shared.replica, shared.lease_s),
+                            max_age=max_age)
     path = args.sessions or f"{args.config}.sessions.sqlite"
     try:
         store = SessionStore(path)
