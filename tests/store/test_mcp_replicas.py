@@ -1,6 +1,7 @@
 """Acceptance (issue 19, MCP side): three replicas of examples/everything_server.py share one store
 (sqlite on one host, and a real PostgreSQL server) behind a round-robin TCP proxy. Tasks are driven
-over raw HTTP to a chosen replica (the SDK cannot pick one); the MRTR round uses the official
+over raw HTTP to a chosen replica (test_mcp_replicas_sdk.py does the same with the official client, one
+client per replica); the MRTR round uses the official
 mcp==2.3.0 client, round one on one replica and round two on another."""
 
 from __future__ import annotations
