@@ -17,6 +17,7 @@ the one `--postgres URL` names (its database must be empty or a kit store).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import statistics
 import subprocess
@@ -25,7 +26,9 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -89,15 +92,156 @@ def run(url: str, replicas: int, tasks: int, polls: int) -> tuple[float, float]:
     return replicas * tasks / (created - began), replicas * tasks * polls / max(1e-9, ended - poll_start)
 
 
+# ---- --servers: real MCP tasks through real replicas of examples/everything_server.py ----------------------
+SERVER = ["examples/everything_server.py", "--http", "127.0.0.1:{port}"]
+PROTOCOL = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "store-bench", "version": "0"}}
+CREATE = {"name": "slow_compute", "arguments": {"seconds": 0}}
+HTTP_TIMEOUT_S = 30.0
+POLL_WAIT_S = 30.0
+
+
+class Client:
+    """One client thread's keep-alive connections, one per replica, speaking 2026-07-28 over plain JSON."""
+
+    def __init__(self, ports: list[int]) -> None:
+        self.conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT_S) for port in ports]
+
+    def call(self, replica: int, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": PROTOCOL, "Mcp-Method": method, "Mcp-Name": name}
+        conn = self.conns[replica]
+        conn.request("POST", "/mcp", json.dumps(body).encode(), headers)
+        response = conn.getresponse()
+        raw = response.read()
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            raise RuntimeError(f"{method} on replica {replica}: HTTP {response.status}, not JSON: {raw[:200]!r}"
+                               ) from None
+        if not isinstance(reply, dict) or not isinstance(reply.get("result"), dict):
+            raise RuntimeError(f"{method} on replica {replica}: {str(reply)[:300]}")
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    def create(self, replica: int) -> str:
+        created = self.call(replica, "tools/call", CREATE, "slow_compute")
+        if not isinstance(created.get("taskId"), str):  # a CreateTaskResult, not the tool's result inline
+            raise RuntimeError(f"tools/call slow_compute did not create a task: {str(created)[:300]}")
+        return str(created["taskId"])
+
+    def poll(self, replica: int, task_id: str, polls: int) -> int:
+        """tasks/get `polls` times, then on until the task is completed; how many gets it took."""
+        deadline = time.monotonic() + POLL_WAIT_S
+        done = 0
+        while True:
+            status = self.call(replica, "tasks/get", {"taskId": task_id}, task_id).get("status")
+            done += 1
+            if status == "completed" and done >= polls:
+                return done
+            if status not in ("working", "completed") or time.monotonic() > deadline:
+                raise RuntimeError(f"task {task_id} on replica {replica}: {status} after {done} polls")
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+
+
+def drive(ports: list[int], clients: int, tasks: int, polls: int, cross: bool) -> tuple[float, float]:
+    """(tasks created per second, polls per second) over `clients` threads: every thread creates its
+    share of `tasks` round-robin over the replicas, then (when all have) polls each through the next
+    replica when `cross`, else through the one that created it."""
+    shares = [list(range(index, tasks, clients)) for index in range(clients)]
+    conns = [Client(ports) for _ in range(clients)]
+    made: list[list[tuple[int, str]]] = [[] for _ in range(clients)]
+    counts = [0] * clients
+
+    def create(index: int) -> None:
+        for number in shares[index]:
+            replica = number % len(ports)
+            made[index].append((replica, conns[index].create(replica)))
+
+    def poll(index: int) -> None:
+        for replica, task_id in made[index]:
+            counts[index] += conns[index].poll((replica + 1) % len(ports) if cross else replica, task_id, polls)
+
+    try:
+        with ThreadPoolExecutor(clients) as pool:
+            began = time.monotonic()
+            list(pool.map(create, range(clients)))
+            created = time.monotonic()
+            list(pool.map(poll, range(clients)))
+            ended = time.monotonic()
+    finally:
+        for conn in conns:
+            conn.close()
+    return tasks / max(1e-9, created - began), sum(counts) / max(1e-9, ended - created)
+
+
+def serve(url: str | None, replicas: int, args: argparse.Namespace) -> tuple[float, float]:
+    """Median (created/s, polled/s) of `args.runs` runs through `replicas` servers on store `url`
+    (None: memory, no --store: each replica alone)."""
+    from tests.store.replicas import Replicas
+
+    with Replicas(SERVER, replicas, store_url=url) as running:
+        drive(running.ports, args.clients, min(args.tasks, 50), 1, url is not None)  # warm-up: imports, pools
+        results = [drive(running.ports, args.clients, args.tasks * replicas, args.polls, url is not None)
+                   for _ in range(args.runs)]
+    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+
+
 def fresh_sqlite(directory: Path) -> str:
     return f"sqlite:///{directory / (uuid.uuid4().hex + '.db')}"
 
 
+Table = dict[tuple[str, int], tuple[float, float]]
+
+
+def table_of(args: argparse.Namespace, urls: dict[str, Callable[[], str]]) -> Table:
+    """(created/s, polled/s) per (store, replicas): on the store API, or through servers with --servers."""
+    table: Table = {}
+    for name, make in urls.items():
+        for replicas in (1, 3):
+            if args.servers:
+                table[name, replicas] = serve(None if name == "memory" else make(), replicas, args)
+                continue
+            results = [run(make(), replicas, args.tasks, args.polls) for _ in range(args.runs)]
+            table[name, replicas] = (statistics.median(r[0] for r in results),
+                                     statistics.median(r[1] for r in results))
+    return table
+
+
+def show(args: argparse.Namespace, table: Table) -> None:
+    floor = table["memory", 1]
+    what = (f"MCP tasks through examples/everything_server.py over HTTP ({args.tasks} tasks per replica, "
+            f"{args.clients} keep-alive clients, " if args.servers else f"tasks created and polled per second "
+            f"({args.tasks} tasks per replica, ")
+    print(f"{what}{args.polls} polls each, median of {args.runs}; x = ratio to memory with 1 replica)")
+    print(f"{'store':<12}{'create/s 1':>12}{'x':>7}{'create/s 3':>12}{'x':>7}"
+          f"{'poll/s 1':>12}{'x':>7}{'poll/s 3':>12}{'x':>7}")
+    for name in ("memory", "sqlite", "postgresql"):
+        one, three = table[name, 1], table[name, 3]
+        print(f"{name:<12}{one[0]:>12.0f}{one[0] / floor[0]:>7.3f}{three[0]:>12.0f}{three[0] / floor[0]:>7.3f}"
+              f"{one[1]:>12.0f}{one[1] / floor[1]:>7.3f}{three[1]:>12.0f}{three[1] / floor[1]:>7.3f}")
+    if args.servers:
+        print("tasks are created round-robin over the replicas and polled through the next one (across replicas);"
+              " memory with 3 replicas shares no tasks, so there each task is polled on the replica that created it")
+    else:
+        print("memory with 3 replicas: three separate stores (memory is not shared), the ceiling only")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=2000, help="tasks each replica creates per run")
+    parser.add_argument("--servers", action="store_true",
+                        help="measure MCP tasks/call + tasks/get through real server replicas over HTTP")
+    parser.add_argument("--tasks", type=int, help="tasks each replica creates per run (default 2000; 200 with "
+                        "--servers)")
     parser.add_argument("--polls", type=int, default=3, help="polls of each task per run")
     parser.add_argument("--runs", type=int, default=3, help="runs per cell; the median is shown")
+    parser.add_argument("--clients", type=int, default=4, help="client threads with --servers")
     parser.add_argument("--postgres", metavar="URL", help="use this PostgreSQL database instead of starting one")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -105,6 +249,10 @@ def main() -> None:
         url, tasks, polls, start = args.worker
         print(json.dumps(worker(url, int(tasks), int(polls), float(start), barrier)))
         return
+    if args.tasks is None:
+        args.tasks = 200 if args.servers else 2000
+    if min(args.tasks, args.polls, args.runs, args.clients) < 1:
+        parser.error("--tasks, --polls, --runs and --clients must be at least 1")
     server = None
     if args.postgres is None:
         from tests.store.pg import PostgresServer
@@ -114,25 +262,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             urls = {"memory": lambda: "memory:", "sqlite": lambda: fresh_sqlite(Path(tmp)),
                     "postgresql": lambda: args.postgres or server.new_database()}  # type: ignore[union-attr]
-            table: dict[tuple[str, int], tuple[float, float]] = {}
-            for name, make in urls.items():
-                for replicas in (1, 3):
-                    results = [run(make(), replicas, args.tasks, args.polls) for _ in range(args.runs)]
-                    table[name, replicas] = (statistics.median(r[0] for r in results),
-                                             statistics.median(r[1] for r in results))
+            table = table_of(args, urls)
+    except (RuntimeError, OSError) as error:  # a replica that would not start or answered wrongly: one line
+        raise SystemExit(f"store_bench: {error}") from None
     finally:
         if server is not None:
             server.stop()
-    floor = table["memory", 1]
-    print(f"tasks created and polled per second ({args.tasks} tasks per replica, {args.polls} polls each, "
-          f"median of {args.runs}; x = ratio to memory with 1 replica)")
-    print(f"{'store':<12}{'create/s 1':>12}{'x':>7}{'create/s 3':>12}{'x':>7}"
-          f"{'poll/s 1':>12}{'x':>7}{'poll/s 3':>12}{'x':>7}")
-    for name in urls:
-        one, three = table[name, 1], table[name, 3]
-        print(f"{name:<12}{one[0]:>12.0f}{one[0] / floor[0]:>7.3f}{three[0]:>12.0f}{three[0] / floor[0]:>7.3f}"
-              f"{one[1]:>12.0f}{one[1] / floor[1]:>7.3f}{three[1]:>12.0f}{three[1] / floor[1]:>7.3f}")
-    print("memory with 3 replicas: three separate stores (memory is not shared), the ceiling only")
+    show(args, table)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@
 
 `argv` is the command after the interpreter (sys.executable); `{port}` is replaced by the replica's
 own free port and `{store}` by the store URL; without a `{store}`, `--store URL` is appended (and
-`--store-lease S` with `lease_s`). Every replica gets the same secret in $MCP_AGENT_KIT_SECRET (a
-fresh random one unless given). Each runs in its own session (process group) with its output in
-a log file (`log(i)`, quoted when it fails to start). Every wait is bounded: `start` until each
+`--store-lease S` with `lease_s`); `store_url=None` appends neither (each replica keeps its own
+memory). Every replica gets the same secret in $MCP_AGENT_KIT_SECRET (a fresh random one unless
+given). Each runs in its own session (process group) with its output in a log file (`log(i)`,
+quoted when it fails to start). Every wait is bounded: `start` until each
 port listens, `stop` SIGTERM then SIGKILL.
 """
 
@@ -38,7 +39,7 @@ def _free_port() -> int:
 
 
 class Replicas:
-    def __init__(self, argv: list[str], n: int = 3, *, store_url: str, secret: str | None = None,
+    def __init__(self, argv: list[str], n: int = 3, *, store_url: str | None, secret: str | None = None,
                  lease_s: float | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT,
                  start_timeout: float = 60.0) -> None:
         self.argv, self.n, self.store_url, self.lease_s = list(argv), n, store_url, lease_s
@@ -49,8 +50,8 @@ class Replicas:
         self._dir = Path(tempfile.mkdtemp(prefix="kit-replicas-"))
 
     def command(self, port: int) -> list[str]:
-        argv = [part.replace("{port}", str(port)).replace("{store}", self.store_url) for part in self.argv]
-        if not any("{store}" in part for part in self.argv):
+        argv = [part.replace("{port}", str(port)).replace("{store}", self.store_url or "") for part in self.argv]
+        if self.store_url is not None and not any("{store}" in part for part in self.argv):
             argv += ["--store", self.store_url]
         if self.lease_s is not None:
             argv += ["--store-lease", str(self.lease_s)]
