@@ -12,6 +12,20 @@ server this script starts in a temporary directory (tests/store/pg.py: fsync off
 the one `--postgres URL` names (its database must be empty or a kit store).
 
     python bench/store_bench.py [--tasks 2000] [--polls 3] [--runs 3] [--postgres URL]
+
+`--servers` measures the same through real servers instead: 1 and 3 replicas of
+examples/everything_server.py (`--http 127.0.0.1:PORT`, `--store URL` but for memory, one secret in
+$MCP_AGENT_KIT_SECRET, tests/store/replicas.py) per store, driven by `--clients` threads, each with a
+keep-alive connection to every replica, speaking 2026-07-28 (no session):
+  create  tools/call slow_compute {"seconds": 0} declaring the tasks extension: a CreateTaskResult;
+          task i goes to replica i mod N
+  poll    tasks/get of each task through the next replica (i + 1 mod N: the polls cross replicas),
+          `--polls` times and on until it reports completed (memory with 3 replicas shares no
+          tasks: there each task is polled on the replica that created it)
+Rates are all clients together over the wall time of each phase (every task is created before any
+is polled), after a warm-up run; any error reply, or a task not completed within 30 s, stops the bench.
+
+    python bench/store_bench.py --servers [--tasks 300] [--polls 3] [--runs 3] [--clients 4] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -129,7 +143,7 @@ class Client:
 
     def create(self, replica: int) -> str:
         created = self.call(replica, "tools/call", CREATE, "slow_compute")
-        if not isinstance(created.get("taskId"), str):  # a CreateTaskResult, not the tool's result inline
+        if created.get("resultType") != "task" or not isinstance(created.get("taskId"), str):  # CreateTaskResult
             raise RuntimeError(f"tools/call slow_compute did not create a task: {str(created)[:300]}")
         return str(created["taskId"])
 
@@ -237,7 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", action="store_true",
                         help="measure MCP tasks/call + tasks/get through real server replicas over HTTP")
-    parser.add_argument("--tasks", type=int, help="tasks each replica creates per run (default 2000; 200 with "
+    parser.add_argument("--tasks", type=int, help="tasks each replica creates per run (default 2000; 300 with "
                         "--servers)")
     parser.add_argument("--polls", type=int, default=3, help="polls of each task per run")
     parser.add_argument("--runs", type=int, default=3, help="runs per cell; the median is shown")
@@ -250,7 +264,7 @@ def main() -> None:
         print(json.dumps(worker(url, int(tasks), int(polls), float(start), barrier)))
         return
     if args.tasks is None:
-        args.tasks = 200 if args.servers else 2000
+        args.tasks = 300 if args.servers else 2000
     if min(args.tasks, args.polls, args.runs, args.clients) < 1:
         parser.error("--tasks, --polls, --runs and --clients must be at least 1")
     server = None

@@ -7,8 +7,8 @@
 
 `argv` is the command after the interpreter (sys.executable); `{port}` is replaced by the replica's
 own free port and `{store}` by the store URL; without a `{store}`, `--store URL` is appended (and
-`--store-lease S` with `lease_s`); `store_url=None` appends neither (each replica keeps its own
-memory). Every replica gets the same secret in $MCP_AGENT_KIT_SECRET (a fresh random one unless
+`--store-lease S` with `lease_s`); `store_url=None` appends neither option (each replica keeps
+its own memory). Every replica gets the same secret in $MCP_AGENT_KIT_SECRET (a fresh random one unless
 given). Each runs in its own session (process group) with its output in a log file (`log(i)`,
 quoted when it fails to start). Every wait is bounded: `start` until each
 port listens, `stop` SIGTERM then SIGKILL.
@@ -51,7 +51,9 @@ class Replicas:
 
     def command(self, port: int) -> list[str]:
         argv = [part.replace("{port}", str(port)).replace("{store}", self.store_url or "") for part in self.argv]
-        if self.store_url is not None and not any("{store}" in part for part in self.argv):
+        if self.store_url is None:
+            return [sys.executable, *argv]
+        if not any("{store}" in part for part in self.argv):
             argv += ["--store", self.store_url]
         if self.lease_s is not None:
             argv += ["--store-lease", str(self.lease_s)]

@@ -86,3 +86,28 @@ def test_the_store_bench_runs_and_prints_every_cell(pg_url: str) -> None:
     rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[2:5]}
     assert list(rows) == ["memory", "sqlite", "postgresql"]
     assert all(len(cells) == 8 and all(float(cell) > 0 for cell in cells) for cells in rows.values())
+
+
+def test_the_store_bench_through_servers_runs_and_prints_every_cell(pg_url: str) -> None:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "bench" / "store_bench.py"), "--servers", "--tasks", "4",
+                           "--polls", "2", "--runs", "1", "--clients", "2", "--postgres", pg_url],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("MCP tasks through examples/everything_server.py")
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:5]}
+    assert list(rows) == ["memory", "sqlite", "postgresql"]
+    assert all(len(cells) == 8 and all(float(cell) > 0 for cell in cells) for cells in rows.values())
+    assert "polled through the next one" in lines[5]
+
+
+def test_replicas_without_a_store_url_get_no_store_options() -> None:
+    replicas = Replicas(["server.py", "--http", "127.0.0.1:{port}"], n=1, store_url=None, lease_s=2)
+    try:
+        assert replicas.command(5) == [sys.executable, "server.py", "--http", "127.0.0.1:5"]
+    finally:
+        replicas.cleanup()
