@@ -25,12 +25,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mcp_agent_kit.store import sql
-from mcp_agent_kit.store.base import Listener, Page, Record, StoreError
+from mcp_agent_kit.store.base import Listener, Page, StoreError
+from mcp_agent_kit.store.sql_records import SqlRecords
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,7 +64,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"CREATE TABLE events (channel {_TEXT}, seq BIGINT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (channel, seq))",
     ),
 )
-_CONFLICT = "ON CONFLICT (kind, key) DO NOTHING"
 
 
 def redacted(url: str) -> str:
@@ -93,7 +93,7 @@ def _driver() -> Any:
     return psycopg
 
 
-class PostgresStore:
+class PostgresStore(SqlRecords):
     """Records, event logs and notifications in one PostgreSQL database (`shared` is True)."""
 
     shared = True
@@ -196,23 +196,11 @@ class PostgresStore:
                 conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (len(MIGRATIONS),))
         return before, len(MIGRATIONS)
 
-    # ---- records --------------------------------------------------------------------------
-    def insert(self, record: Record, *, lease_s: float | None = None) -> bool:
-        lease_until = time.time() + lease_s if lease_s is not None else record.lease_until
-        with self._conn() as conn:
-            return conn.execute(sql.insert_sql("%s", _CONFLICT), sql.insert_params(record, lease_until)).rowcount == 1
+    # ---- records (insert, get, update, delete, count, leases, purge: SqlRecords) ---------------
+    MARK = "%s"
 
-    def get(self, kind: str, key: str) -> Record | None:
-        row = self._one(f"SELECT {sql.COLUMNS} FROM records WHERE kind = %s AND key = %s", (kind, key))
-        return None if row is None else sql.row_record(row)
-
-    def update(self, record: Record, *, expect_version: int | None = None) -> Record | None:
-        row = self._one(sql.update_sql("%s", expect_version is not None), sql.update_params(record, expect_version))
-        return None if row is None else record._replace(version=int(row[0]))
-
-    def delete(self, kind: str, key: str) -> bool:
-        with self._conn() as conn:
-            return conn.execute("DELETE FROM records WHERE kind = %s AND key = %s", (kind, key)).rowcount == 1
+    def _session(self, write: bool = False) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._conn()  # autocommit: each statement commits; renew's batches each on their own
 
     def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
               states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
@@ -223,29 +211,6 @@ class PostgresStore:
             rows = conn.execute(sql.page_sql("%s", filters, before is not None),
                                 sql.page_params(params, before, limit)).fetchall()
         return Page([sql.row_record(row) for row in rows], int(total[0]) if total else 0)
-
-    def count(self, kind: str, *, owner: str | None = None, states: Iterable[str] | None = None) -> int:
-        filters, params = sql.where("%s", kind, owner, None, states)
-        return int(self._one(f"SELECT COUNT(*) FROM records WHERE {filters}", params)[0])
-
-    # ---- leases ---------------------------------------------------------------------------
-    def renew(self, kind: str, keys: Iterable[str], holder: str, lease_s: float) -> int:
-        until = time.time() + lease_s
-        renewed = 0
-        with self._conn() as conn:
-            for batch in sql.batches(keys):
-                renewed += conn.execute(sql.renew_sql("%s", len(batch)), (until, kind, holder, *batch)).rowcount
-        return renewed
-
-    def lapsed(self, kind: str, states: Iterable[str], now: float) -> list[Record]:
-        filters, params = sql.where("%s", kind, states=states)
-        with self._conn() as conn:
-            rows = conn.execute(sql.lapsed_sql("%s", filters), (*params, now)).fetchall()
-        return [sql.row_record(row) for row in rows]
-
-    def purge(self, kind: str, now: float) -> int:
-        with self._conn() as conn:
-            return int(conn.execute("DELETE FROM records WHERE kind = %s AND expires < %s", (kind, now)).rowcount)
 
     # ---- event logs -----------------------------------------------------------------------
     def append(self, channel: str, event: dict[str, Any]) -> int:

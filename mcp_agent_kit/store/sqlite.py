@@ -23,11 +23,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from mcp_agent_kit.store import sql
-from mcp_agent_kit.store.base import Listener, Page, Record, StoreError
+from mcp_agent_kit.store.base import Listener, Page, StoreError
+from mcp_agent_kit.store.sql_records import SqlRecords
 
 POLL_S = 0.05  # how often a subscribed store looks for other processes' notifications
 KEEP_S = 60.0  # notifications older than this are pruned
@@ -51,7 +52,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX notifications_by_age ON notifications (at)",
     ),
 )
-_CONFLICT = "ON CONFLICT (kind, key) DO NOTHING"
 
 
 def path_of(url: str) -> str:
@@ -61,7 +61,7 @@ def path_of(url: str) -> str:
     return url[len("sqlite:///"):]
 
 
-class SqliteStore:
+class SqliteStore(SqlRecords):
     """Records, event logs and notifications in one sqlite3 file (`shared` is True)."""
 
     shared = True
@@ -146,27 +146,9 @@ class SqliteStore:
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
         return before, len(MIGRATIONS)
 
-    # ---- records --------------------------------------------------------------------------
-    def insert(self, record: Record, *, lease_s: float | None = None) -> bool:
-        lease_until = time.time() + lease_s if lease_s is not None else record.lease_until
-        params = sql.insert_params(record, lease_until)
-        with self._tx() as db:
-            return db.execute(sql.insert_sql("?", _CONFLICT), params).rowcount == 1
-
-    def get(self, kind: str, key: str) -> Record | None:
-        with self._tx() as db:
-            row = db.execute(f"SELECT {sql.COLUMNS} FROM records WHERE kind = ? AND key = ?", (kind, key)).fetchone()
-        return None if row is None else sql.row_record(row)
-
-    def update(self, record: Record, *, expect_version: int | None = None) -> Record | None:
-        params = sql.update_params(record, expect_version)
-        with self._tx() as db:
-            row = db.execute(sql.update_sql("?", expect_version is not None), params).fetchone()
-        return None if row is None else record._replace(version=int(row[0]))
-
-    def delete(self, kind: str, key: str) -> bool:
-        with self._tx() as db:
-            return db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount == 1
+    # ---- records (insert, get, update, delete, count, leases, purge: SqlRecords) ---------------
+    def _session(self, write: bool = False) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx(write=write)
 
     def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
               states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
@@ -181,30 +163,6 @@ class SqliteStore:
             finally:
                 db.execute("COMMIT")
         return Page([sql.row_record(row) for row in rows], int(total))
-
-    def count(self, kind: str, *, owner: str | None = None, states: Iterable[str] | None = None) -> int:
-        filters, params = sql.where("?", kind, owner, None, states)
-        with self._tx() as db:
-            return int(db.execute(f"SELECT COUNT(*) FROM records WHERE {filters}", params).fetchone()[0])
-
-    # ---- leases ---------------------------------------------------------------------------
-    def renew(self, kind: str, keys: Iterable[str], holder: str, lease_s: float) -> int:
-        until = time.time() + lease_s
-        renewed = 0
-        with self._tx(write=True) as db:
-            for batch in sql.batches(keys):
-                renewed += db.execute(sql.renew_sql("?", len(batch)), (until, kind, holder, *batch)).rowcount
-        return renewed
-
-    def lapsed(self, kind: str, states: Iterable[str], now: float) -> list[Record]:
-        filters, params = sql.where("?", kind, states=states)
-        with self._tx() as db:
-            rows = db.execute(sql.lapsed_sql("?", filters), (*params, now)).fetchall()
-        return [sql.row_record(row) for row in rows]
-
-    def purge(self, kind: str, now: float) -> int:
-        with self._tx() as db:
-            return int(db.execute("DELETE FROM records WHERE kind = ? AND expires < ?", (kind, now)).rowcount)
 
     # ---- event logs -----------------------------------------------------------------------
     def append(self, channel: str, event: dict[str, Any]) -> int:

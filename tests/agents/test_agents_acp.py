@@ -15,12 +15,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mcp_agent_kit.gateway.acp_backend import AcpBackend
 from tests.agents.conftest import ROOT, TASKS_META, GatewayRun
 from tests.agents.test_agents_curl import poll, start_task
-from tests.agents.test_agents_sdk import AnyResult, ClaimContext, Client, CreatedTask, TaskParams, Tasks, types
+from tests.agents.test_agents_sdk import ClaimContext, Client, Tasks, types
+from tests.sdk_tasks import AnyResult, CreatedTask, TaskParams, TasksCancel
 
 ECHO = ROOT / "examples" / "acp_echo_agent.py"
 AGENT = {"namespace": "dev", "name": "echo"}
@@ -94,10 +95,6 @@ def test_a_blocking_call_gets_the_question_and_a_cancel_stops_the_turn(
 async def _cancel(url: str) -> str:
     class Cancelling(Tasks):
         async def _resolve(self, task: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
-            class TasksCancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
-                method: Literal["tasks/cancel"] = "tasks/cancel"
-                name_param = "taskId"
-
             await asyncio.sleep(0.3)  # let the agent get to its wait (the cancel must reach a running prompt)
             await ctx.session.send_request(TasksCancel(params=TaskParams(task_id=task.task_id)), AnyResult)
             return await super()._resolve(task, ctx)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, Literal
-
-from pydantic import ConfigDict, Field
+from typing import Any
 
 from tests.agents.conftest import GatewayRun
 from tests.pinned import require
@@ -22,34 +20,9 @@ mcp = require("mcp", "mcp==2.3.0 (the interop peer)")
 from mcp import Client, types  # noqa: E402
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim  # noqa: E402
 
+from tests.sdk_tasks import AnyResult, CreatedTask, TaskParams, TasksCancel, TasksGet, TasksUpdate  # noqa: E402
+
 AGENT = {"namespace": "kagent", "name": "my-first-agent"}
-
-
-class TaskParams(types.RequestParams):
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
-    task_id: str = Field(alias="taskId")
-    input_responses: dict[str, Any] | None = Field(default=None, alias="inputResponses")
-
-
-class TasksGet(types.Request[TaskParams, Literal["tasks/get"]]):
-    method: Literal["tasks/get"] = "tasks/get"
-    name_param = "taskId"
-
-
-class TasksUpdate(types.Request[TaskParams, Literal["tasks/update"]]):
-    method: Literal["tasks/update"] = "tasks/update"
-    name_param = "taskId"
-
-
-class AnyResult(types.Result):
-    model_config = ConfigDict(extra="allow")
-
-
-class CreatedTask(types.Result):
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
-    result_type: Literal["task"] = Field(alias="resultType")
-    task_id: str = Field(alias="taskId")
-    status: str
 
 
 def _answer(request: dict[str, Any], action: str) -> dict[str, Any]:
@@ -163,10 +136,6 @@ async def _cancel_flow(url: str) -> str:
     class Cancelling(Tasks):
         async def _resolve(self, task: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
             created.append(task.task_id)
-
-            class TasksCancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
-                method: Literal["tasks/cancel"] = "tasks/cancel"
-                name_param = "taskId"
 
             await ctx.session.send_request(TasksCancel(params=TaskParams(task_id=task.task_id)), AnyResult)
             return await super()._resolve(task, ctx)

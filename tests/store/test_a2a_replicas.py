@@ -12,7 +12,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,7 +31,6 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from tests.store.pg import PostgresServer
 from tests.store.replicas import Replicas
 from tests.store.rr_proxy import RoundRobinProxy
 
@@ -40,17 +38,9 @@ AGENT = ["examples/a2a_tck_agent.py", "--http", "127.0.0.1:{port}"]
 LEASE_S = 2.0
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    server: PostgresServer = request.getfixturevalue("pg_server")
-    return server.new_database()
-
-
 @pytest.fixture
-def replicas(store_url: str) -> Iterator[Replicas]:
-    with Replicas(AGENT, n=3, store_url=store_url, lease_s=LEASE_S) as running:
+def replicas(shared_url: str) -> Iterator[Replicas]:
+    with Replicas(AGENT, n=3, store_url=shared_url, lease_s=LEASE_S) as running:
         yield running
 
 

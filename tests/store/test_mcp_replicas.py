@@ -87,20 +87,12 @@ def status_is(cluster: Cluster, port: int, task_id: str, status: str) -> Callabl
     return check
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kit.db'}"
-    url: str = request.getfixturevalue("pg_url")
-    return url
-
-
 @pytest.fixture
-def cluster(store_url: str, tmp_path: Path) -> Iterator[Cluster]:
+def cluster(shared_url: str, tmp_path: Path) -> Iterator[Cluster]:
     run_log = tmp_path / "runs.log"
-    with Replicas(SERVER, 3, store_url=store_url, lease_s=LEASE_S, env={"RUN_LOG": str(run_log)}) as replicas, \
+    with Replicas(SERVER, 3, store_url=shared_url, lease_s=LEASE_S, env={"RUN_LOG": str(run_log)}) as replicas, \
             RoundRobinProxy(replicas.ports) as proxy:
-        yield Cluster(replicas, proxy, store_url, run_log)
+        yield Cluster(replicas, proxy, shared_url, run_log)
 
 
 def test_replicas_share_tasks_rounds_and_survive_a_kill(cluster: Cluster) -> None:

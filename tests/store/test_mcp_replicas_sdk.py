@@ -8,49 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Literal
+from typing import Any
 
 from tests.pinned import require
-from tests.store.test_mcp_replicas import Cluster, cluster, store_url  # noqa: F401  (fixtures)
+from tests.store.test_mcp_replicas import Cluster, cluster  # noqa: F401  (the fixture)
 
 mcp = require("mcp", "mcp==2.3.0 (the interop peer)")
 from mcp import Client, types  # noqa: E402
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim  # noqa: E402
-from pydantic import ConfigDict, Field  # noqa: E402
+
+from tests.sdk_tasks import AnyResult, CreatedTask, TaskParams, TasksCancel, TasksGet, TasksUpdate  # noqa: E402
 
 WAIT_S = 20.0
-
-
-class TaskParams(types.RequestParams):
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
-    task_id: str = Field(alias="taskId")
-    input_responses: dict[str, Any] | None = Field(default=None, alias="inputResponses")
-
-
-class TasksGet(types.Request[TaskParams, Literal["tasks/get"]]):
-    method: Literal["tasks/get"] = "tasks/get"
-    name_param = "taskId"  # the Mcp-Name header carries it
-
-
-class TasksUpdate(types.Request[TaskParams, Literal["tasks/update"]]):
-    method: Literal["tasks/update"] = "tasks/update"
-    name_param = "taskId"  # the Mcp-Name header carries it
-
-
-class TasksCancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
-    method: Literal["tasks/cancel"] = "tasks/cancel"
-    name_param = "taskId"  # the Mcp-Name header carries it
-
-
-class AnyResult(types.Result):
-    model_config = ConfigDict(extra="allow")
-
-
-class CreatedTask(types.Result):
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
-    result_type: Literal["task"] = Field(alias="resultType")
-    task_id: str = Field(alias="taskId")
-    status: str
 
 
 class Tasks(ClientExtension):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,17 +48,9 @@ def replica(url: str, runs: list[str], lease_s: float = 3.0, limits: TaskLimits 
     return server
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kit.db'}"
-    url: str = request.getfixturevalue("pg_url")
-    return url
-
-
 @pytest.fixture
-def pair(store_url: str) -> Iterator[tuple[Server, Server, list[str]]]:
-    url = store_url
+def pair(shared_url: str) -> Iterator[tuple[Server, Server, list[str]]]:
+    url = shared_url
     runs: list[str] = []
     one, two = replica(url, runs), replica(url, runs)
     yield one, two, runs
@@ -115,8 +106,8 @@ def test_another_principal_never_sees_the_task(pair: tuple[Server, Server, list[
     assert caught.value.code == -32602
 
 
-def test_a_lapsed_lease_fails_the_task_once_visible_everywhere(store_url: str) -> None:
-    url = store_url
+def test_a_lapsed_lease_fails_the_task_once_visible_everywhere(shared_url: str) -> None:
+    url = shared_url
     runs: list[str] = []
     one, two = replica(url, runs, lease_s=1.0), replica(url, runs, lease_s=1.0)
     try:
@@ -183,10 +174,10 @@ def test_mrtr_rounds_need_only_the_secret() -> None:
     assert "integrity" in caught.value.message
 
 
-def test_the_unfinished_task_quota_counts_every_replica(store_url: str) -> None:
+def test_the_unfinished_task_quota_counts_every_replica(shared_url: str) -> None:
     runs: list[str] = []
     limits = TaskLimits(running_per_principal=2)
-    one, two = replica(store_url, runs, limits=limits), replica(store_url, runs, limits=limits)
+    one, two = replica(shared_url, runs, limits=limits), replica(shared_url, runs, limits=limits)
     try:
         first, second = modern(one), modern(two)
         held = [first.request("tools/call", {"name": "slow", "arguments": {}})["taskId"],
