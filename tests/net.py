@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -37,3 +38,29 @@ def wait_until(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def until(check: Callable[[], Any], what: str, seconds: float = 20.0, step: float = 0.05) -> Any:
+    """Poll `check` until it returns something truthy, and return that; AssertionError naming `what`
+    after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+@contextmanager
+def serving(command: Callable[[int], list[str]], url: str, stderr: int = subprocess.PIPE) -> Iterator[str]:
+    """Run `command(port)` on a free port until the block ends; yields `url` with {port} filled in,
+    once the port listens."""
+    port = free_port()
+    proc = subprocess.Popen(command(port), stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        wait_listening(port, proc)
+        yield url.format(port=port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

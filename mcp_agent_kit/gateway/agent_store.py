@@ -90,6 +90,23 @@ class SharedSessionStore:
                 return row
             time.sleep(0.02)
 
+    def _earlier(self, kind: str, claim: str, key: str | None) -> dict[str, Any] | None:
+        """The row an earlier call with this idempotency key made (None: no key, or none made)."""
+        if key is None or self.store.get(IDEMPOTENCY, claim) is None:
+            return None
+        return self._awaited(kind, claim)
+
+    def _claim(self, kind: str, claim: str, key: str | None, new_id: str, owner: str, what: str
+               ) -> dict[str, Any] | None:
+        """Claim the idempotency key for `new_id`; None when claimed (or no key), else the row of the
+        concurrent call (on any replica) that won the claim."""
+        if key is None or self.store.insert(Record(IDEMPOTENCY, claim, {"id": new_id}, owner=owner)):
+            return None
+        earlier = self._awaited(kind, claim)
+        if earlier is None:
+            raise StoreError(f"the {what} made for {key!r} on another replica never appeared")
+        return earlier
+
     def _listed(self, kind: str, group: str, owner: str | None, after: str, limit: int) -> list[dict[str, Any]]:
         page = self.store.query(kind, owner=owner, group=group if group else None, before=_cursor(after),
                                 limit=limit)
@@ -100,19 +117,15 @@ class SharedSessionStore:
                        refs: list[str] | None = None) -> tuple[dict[str, Any], bool]:
         owner = _owner(principal)
         claim = f"agents:session:{owner}:{create_key}"
-        if create_key is not None and self.store.get(IDEMPOTENCY, claim) is not None:
-            earlier = self._awaited(SESSIONS, claim)
-            if earlier is not None:
-                return earlier, False
+        earlier = self._earlier(SESSIONS, claim, create_key)
+        if earlier is not None:
+            return earlier, False
         counted = self.store.count(SESSIONS, owner=owner)
         if counted >= self.max_sessions:
             raise StoreFull(f"you have {counted} sessions, the most this gateway keeps per caller")
         session_id = make_id()
-        if create_key is not None and not self.store.insert(Record(IDEMPOTENCY, claim, {"id": session_id},
-                                                                   owner=owner)):
-            earlier = self._awaited(SESSIONS, claim)  # a concurrent retry on another replica won the race
-            if earlier is None:
-                raise StoreError(f"the session made for {create_key!r} on another replica never appeared")
+        earlier = self._claim(SESSIONS, claim, create_key, session_id, owner, "session")
+        if earlier is not None:
             return earlier, False
         row: dict[str, Any] = {"id": session_id, "principal": owner, "agent": agent, "created": now(),
                                "create_key": create_key, "seq": 0, "refs": json.dumps(refs) if refs else None}
@@ -204,17 +217,13 @@ class SharedSessionStore:
                        ) -> tuple[dict[str, Any], bool]:
         owner = _owner(principal)
         claim = f"agents:checkpoint:{owner}:{request_id}"
-        if request_id is not None and self.store.get(IDEMPOTENCY, claim) is not None:
-            earlier = self._awaited(CHECKPOINTS, claim)
-            if earlier is not None:
-                return earlier, False
+        earlier = self._earlier(CHECKPOINTS, claim, request_id)
+        if earlier is not None:
+            return earlier, False
         snapshot = make_snapshot() if make_snapshot is not None else None
         checkpoint_id = str(uuid.uuid4())
-        if request_id is not None and not self.store.insert(Record(IDEMPOTENCY, claim, {"id": checkpoint_id},
-                                                                   owner=owner)):
-            earlier = self._awaited(CHECKPOINTS, claim)
-            if earlier is None:
-                raise StoreError(f"the checkpoint made for {request_id!r} on another replica never appeared")
+        earlier = self._claim(CHECKPOINTS, claim, request_id, checkpoint_id, owner, "checkpoint")
+        if earlier is not None:
             return earlier, False
         row: dict[str, Any] = {
             "id": checkpoint_id, "session_id": session_id, "principal": owner, "head_task_id": head["agent_task_id"],

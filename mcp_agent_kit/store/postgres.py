@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcp_agent_kit.store import sql
 from mcp_agent_kit.store.base import Listener, Page, StoreError
-from mcp_agent_kit.store.sql_records import SqlRecords
+from mcp_agent_kit.store.sql_records import SqlRecords, apply_migrations
 
 if TYPE_CHECKING:
     import psycopg
@@ -184,17 +184,7 @@ class PostgresStore(SqlRecords):
         """Bring the schema up to date (each step once, whoever runs it); (version before, after)."""
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            before = _version(conn)
-            if before > len(MIGRATIONS):
-                raise sql.newer_than_code(before, len(MIGRATIONS), self.url)
-            for steps in MIGRATIONS[before:]:
-                for statement in steps:
-                    conn.execute(statement)
-            if before < len(MIGRATIONS):
-                conn.execute("DELETE FROM schema_version")
-                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (len(MIGRATIONS),))
-        return before, len(MIGRATIONS)
+            return apply_migrations(conn, self.MARK, MIGRATIONS, _version, self.url)
 
     # ---- records (insert, get, update, delete, count, leases, purge: SqlRecords) ---------------
     MARK = "%s"

@@ -1,5 +1,5 @@
 """sql_records: the record operations the SQL backends run the same way (insert, get, update, delete,
-count, renew, lapsed, purge), given a placeholder style and a way to run statements.
+count, renew, lapsed, purge) and the migration steps, given a placeholder style and a way to run statements.
 
 A backend mixes SqlRecords in and provides MARK (`?` or `%s`) and `_session(write)`: a context
 manager yielding something with `execute(statement, params)` returning a DB-API cursor
@@ -11,7 +11,7 @@ backend (their transactions differ).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -19,6 +19,23 @@ from mcp_agent_kit.store import sql
 from mcp_agent_kit.store.base import Record
 
 CONFLICT = "ON CONFLICT (kind, key) DO NOTHING"
+
+
+def apply_migrations(db: Any, mark: str, migrations: Sequence[Sequence[str]], version: Callable[[Any], int],
+                     url: str) -> tuple[int, int]:
+    """Run the steps `db` has not had yet and record the new version; (version before, after). The
+    caller holds the migration lock and the transaction; `version(db)` reads the recorded version."""
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    before = version(db)
+    if before > len(migrations):
+        raise sql.newer_than_code(before, len(migrations), url)
+    for steps in migrations[before:]:
+        for statement in steps:
+            db.execute(statement)
+    if before < len(migrations):
+        db.execute("DELETE FROM schema_version")
+        db.execute(f"INSERT INTO schema_version (version) VALUES ({mark})", (len(migrations),))
+    return before, len(migrations)
 
 
 class SqlRecords:

@@ -28,7 +28,7 @@ from typing import Any
 
 from mcp_agent_kit.store import sql
 from mcp_agent_kit.store.base import Listener, Page, StoreError
-from mcp_agent_kit.store.sql_records import SqlRecords
+from mcp_agent_kit.store.sql_records import SqlRecords, apply_migrations
 
 POLL_S = 0.05  # how often a subscribed store looks for other processes' notifications
 KEEP_S = 60.0  # notifications older than this are pruned
@@ -134,17 +134,7 @@ class SqliteStore(SqlRecords):
     def migrate(self) -> tuple[int, int]:
         """Bring the schema up to date (each step once, whoever runs it); (version before, after)."""
         with self._tx(write=True) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            before = _version(db)
-            if before > len(MIGRATIONS):
-                raise sql.newer_than_code(before, len(MIGRATIONS), self.url)
-            for steps in MIGRATIONS[before:]:
-                for statement in steps:
-                    db.execute(statement)
-            if before < len(MIGRATIONS):
-                db.execute("DELETE FROM schema_version")
-                db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
-        return before, len(MIGRATIONS)
+            return apply_migrations(db, self.MARK, MIGRATIONS, _version, self.url)
 
     # ---- records (insert, get, update, delete, count, leases, purge: SqlRecords) ---------------
     def _session(self, write: bool = False) -> AbstractContextManager[sqlite3.Connection]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from mcp_agent_kit.gateway.agents_config import parse_agents
 from mcp_agent_kit.gateway.merged import Gateway
 from mcp_agent_kit.transports.http import McpHTTPServer, make_server
 from tests.http.conftest import Running
-from tests.net import free_port, wait_listening
+from tests.net import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_AGENT = ROOT / "examples" / "a2a_fixture_agent.py"
@@ -29,15 +28,9 @@ TASKS_META = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.
 @pytest.fixture(scope="module")
 def agent_url() -> Iterator[str]:
     """The official a2a-sdk 1.3.0 server running examples/a2a_fixture_agent.py."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(FIXTURE_AGENT), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with serving(lambda port: [sys.executable, str(FIXTURE_AGENT), "--port", str(port)],
+                 "http://127.0.0.1:{port}") as url:
+        yield url
 
 
 class GatewayRun:

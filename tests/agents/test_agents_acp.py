@@ -104,6 +104,14 @@ async def _cancel(url: str) -> str:
     return str(result.content[0].text)
 
 
+def wait_stopped(backend: AcpBackend) -> None:
+    """Wait (bounded) until the backend's idle agent process was stopped."""
+    deadline = time.monotonic() + 15
+    while backend.agent is not None and backend.agent.running:
+        assert time.monotonic() < deadline, "the idle agent was never stopped"
+        time.sleep(0.1)
+
+
 def _backend(run: GatewayRun) -> AcpBackend:
     assert run.gateway.agents is not None
     backend = run.gateway.agents.backends["dev/echo"]
@@ -143,10 +151,7 @@ def test_an_idle_agent_is_stopped_and_the_next_turn_respawns_it_with_the_session
     first = run.call("invoke_agent", {"agent": AGENT, "message": "keep this"})["structuredContent"]
     backend = _backend(run)
     assert backend.agent is not None
-    deadline = time.monotonic() + 15
-    while backend.agent.running:
-        assert time.monotonic() < deadline, "the idle agent was never stopped"
-        time.sleep(0.1)
+    wait_stopped(backend)
     again = run.call("invoke_agent", {"session_id": first["session_id"], "message": "what did I say before?"})
     assert backend.agent.running
     assert again["structuredContent"]["text"] == "Before, you said: keep this"

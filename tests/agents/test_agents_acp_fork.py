@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.agents.conftest import TASKS_META, GatewayRun
-from tests.agents.test_agents_acp import AGENT, _backend, _config
+from tests.agents.test_agents_acp import AGENT, _backend, _config, wait_stopped
 from tests.agents.test_agents_curl import poll, start_task
 from tests.agents.test_agents_sdk import Client, Tasks
 
@@ -86,10 +85,7 @@ def test_forks_survive_an_idle_respawn_and_a_gateway_restart(tmp_path: Path,
     _, checkpoint = _checkpoint(run, "cherry")
     backend = _backend(run)
     assert backend.agent is not None
-    deadline = time.monotonic() + 15
-    while backend.agent.running:
-        assert time.monotonic() < deadline, "the idle agent was never stopped"
-        time.sleep(0.1)
+    wait_stopped(backend)
     after_idle = _fork(run, checkpoint)  # the process is started again; the snapshot is loaded and forked
     assert _recall(run, after_idle) == BEFORE + "cherry"
     run.close()

@@ -4,29 +4,22 @@ subprocess, over Streamable HTTP (mcp 2.x, this venv) or the 2024-11-05 HTTP+SSE
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.net import free_port, wait_listening
+from tests.net import serving
 
 SERVER = Path(__file__).with_name("sdk_protected_server.py")
 
 
 def serve_protected(expires_in: int, python: str = sys.executable, sse: bool = False) -> Iterator[str]:
     """Run the protected server until the generator is closed; yields the MCP URL."""
-    port = free_port()
-    proc = subprocess.Popen([python, str(SERVER), str(port), str(expires_in), *(["sse"] if sse else [])],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serving(lambda port: [python, str(SERVER), str(port), str(expires_in), *(["sse"] if sse else [])],
+                 f"http://127.0.0.1:{{port}}/{'sse' if sse else 'mcp'}") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

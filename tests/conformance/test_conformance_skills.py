@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.net import free_port, wait_listening
+from tests.net import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
@@ -54,15 +54,9 @@ def _only_successes(checks: list[dict[str, object]], version: str) -> None:
 
 @pytest.fixture(scope="module")
 def everything_url() -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, str(ROOT / "examples/everything_server.py"), "--http", f"127.0.0.1:{port}"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serving(lambda port: [sys.executable, str(ROOT / "examples/everything_server.py"), "--http",
+                               f"127.0.0.1:{port}"], "http://127.0.0.1:{port}/mcp") as url:
+        yield url
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.net import free_port, wait_listening
+from tests.net import serving
 from tests.skills.helpers import make_skill
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,15 +111,9 @@ def http_server(tmp_path: Path) -> Iterator[str]:
     make_skill(tmp_path / "skills")
     script = tmp_path / "serve.py"
     script.write_text(SERVE)
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "skills"), "--http", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serving(lambda port: [sys.executable, str(script), str(tmp_path / "skills"), "--http", f"127.0.0.1:{port}"],
+                 "http://127.0.0.1:{port}/mcp", stderr=subprocess.DEVNULL) as url:
+        yield url
 
 
 def test_from_url(http_server: str, tmp_path: Path) -> None:

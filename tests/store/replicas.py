@@ -29,13 +29,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from tests.net import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Replicas:
@@ -62,7 +58,7 @@ class Replicas:
     def start(self) -> Replicas:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "MCP_AGENT_KIT_SECRET": self.secret, **self.extra_env}
         for index in range(self.n):
-            port = _free_port()
+            port = free_port()
             with open(self._dir / f"replica-{index}.log", "wb") as log:
                 proc = subprocess.Popen(self.command(port), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -20,6 +20,7 @@ import pytest
 
 from mcp_agent_kit.core.task_mirror import LAPSED
 from mcp_agent_kit.store import open_store
+from tests.net import until
 from tests.pinned import require
 from tests.store.replicas import Replicas
 from tests.store.rr_proxy import RoundRobinProxy
@@ -70,16 +71,6 @@ class Cluster:
         return self.replicas.index_of_pid(int(record.holder.rsplit(":", 2)[1]))
 
 
-def until(check: Callable[[], Any], what: str, wait_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {wait_s} s waiting for {what}")
-
-
 def status_is(cluster: Cluster, port: int, task_id: str, status: str) -> Callable[[], Any]:
     def check() -> Any:
         task = cluster.call(port, "tasks/get", {"taskId": task_id})
@@ -124,7 +115,7 @@ def test_replicas_share_tasks_rounds_and_survive_a_kill(cluster: Cluster) -> Non
     killed_at = time.monotonic()
     survivors = [i for i in range(3) if i != victim]
     failed = until(status_is(cluster, cluster.port(survivors[0]), doomed["taskId"], "failed"), "the lapsed lease",
-                   wait_s=LEASE_S * 2 + 5)
+                   seconds=LEASE_S * 2 + 5)
     assert time.monotonic() - killed_at < LEASE_S * 2 + 5
     assert failed["statusMessage"] == LAPSED
     assert cluster.call(cluster.port(survivors[1]), "tasks/get", {"taskId": doomed["taskId"]})["status"] == "failed"

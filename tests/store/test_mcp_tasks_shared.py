@@ -3,9 +3,9 @@ two replicas; a task created on one is read, answered and cancelled through the 
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +17,7 @@ from mcp_agent_kit.core.task_table import TaskLimits
 from mcp_agent_kit.store import open_store
 from mcp_agent_kit.testing import TestClient
 from mcp_agent_kit.wire.jsonrpc import RpcError
+from tests import net
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 SECRET = b"s" * 32
@@ -60,14 +61,7 @@ def pair(shared_url: str) -> Iterator[tuple[Server, Server, list[str]]]:
         server.store.close()
 
 
-def until(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+until = functools.partial(net.until, seconds=WAIT_S)
 
 
 def modern(server: Server) -> TestClient:
