@@ -10,6 +10,11 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def gateway_args(config: Any, *extra: str) -> list[str]:
+    """`python -m mcp_agent_kit gateway CONFIG` arguments for tests: a backend that starts slowly on a loaded
+    machine (a legacy SDK's imports) still joins; a backend that dies fails at once whatever this bound."""
+    return ["-m", "mcp_agent_kit", "gateway", str(config), "--timeout", "60", *extra]
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -74,7 +74,9 @@ class AcpBridge(Agent):
             return request.reject()
         run.choice, run.question = None, request
         run.answered.clear()
-        run.signals.put(("ask", request))
+        # through the session's own stream, not straight to the job: every update the agent sent before
+        # asking is still queued there, and must reach the A2A client before INPUT_REQUIRED does
+        run.session.deliver(ev.PermissionAsked(request.session_id, "permission_asked", request.raw, request))
         run.answered.wait(self.turn_timeout)
         return run.choice
 
@@ -131,8 +133,8 @@ class AcpBridge(Agent):
 
     def _prompt(self, run: _Run, text: str) -> None:
         try:
-            result = run.session.run(text, timeout=self.turn_timeout,
-                                     on_event=lambda e: run.signals.put(("event", e)))
+            result = run.session.run(text, timeout=self.turn_timeout, on_event=lambda e: run.signals.put(
+                ("ask", e.request) if isinstance(e, ev.PermissionAsked) else ("event", e)))
             run.signals.put(("end", result.stop_reason))
         except AcpError as exc:
             run.signals.put(("failed", str(exc)))

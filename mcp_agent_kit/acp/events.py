@@ -114,6 +114,14 @@ class UnknownUpdate(Event):
 
 
 @dataclass(frozen=True)
+class PermissionAsked(Event):
+    """A permission question, placed in the turn's stream by whoever will answer it: it reaches the turn's
+    reader after every update the agent sent before the question (`request` is the PermissionRequest)."""
+
+    request: Any
+
+
+@dataclass(frozen=True)
 class PermissionDecision(Event):
     """The client's answer to a `session/request_permission` (outcome 'selected' or 'cancelled')."""
 

@@ -132,3 +132,26 @@ def test_cli_mistakes_are_one_line(tmp_path: Path) -> None:
                           "--port", "0"], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert run.returncode != 0 and "cannot start the ACP agent" in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+async def _words_then_questions(base: str, turns: int) -> list[tuple[str, str]]:
+    async with httpx.AsyncClient() as hc:
+        card = await A2ACardResolver(hc, base).get_agent_card()
+    client = await create_client(card, client_config=ClientConfig(streaming=True))
+    seen = []
+    context = ""
+    for n in range(turns):
+        (task, paused), said = await _send(client, _msg(f"turn {n}", context_id=context))
+        context = task.context_id
+        seen.append((paused, said))
+        await _send(client, _msg("allow-once", task.id, context))
+    await client.close()
+    return seen
+
+
+def test_what_the_agent_said_before_its_question_arrives_before_input_required(
+        bridge: tuple[str, Path]) -> None:
+    """Every update sent before `session/request_permission` reaches the A2A stream before INPUT_REQUIRED."""
+    base, _ = bridge
+    seen = asyncio.run(_words_then_questions(base, 50))
+    assert seen == [("TASK_STATE_INPUT_REQUIRED", f"Echo: turn {n}") for n in range(50)]

@@ -25,7 +25,7 @@ from mcp_agent_kit.client import Client
 from mcp_agent_kit.client.oauth import FileStore, HeadlessRedirect, MemoryStore, OAuth
 from tests.auth.conftest import serve_protected
 from tests.auth.sdk_as import protected_server
-from tests.net import free_port
+from tests.net import free_port, gateway_args
 
 PY = sys.executable
 
@@ -45,7 +45,7 @@ def test_gateway_logs_in_to_a_protected_sdk_server_and_serves_its_tools(protecte
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
 
     async def scenario() -> tuple[list[str], str]:
-        params = StdioServerParameters(command=PY, args=["-m", "mcp_agent_kit", "gateway", str(config)], env=env)
+        params = StdioServerParameters(command=PY, args=gateway_args(config), env=env)
         async with OfficialClient(params, mode="auto") as client:
             tools = sorted(t.name for t in (await client.list_tools()).tools)
             result = await client.call_tool("add", {"a": 2, "b": 3})

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from mcp_agent_kit.gateway import ConfigError, Gateway, parse_config
+from tests.net import gateway_args
 
 PY = sys.executable
 METRICS = Path(__file__).resolve().parents[2] / "examples" / "metrics_server.py"
@@ -64,7 +65,7 @@ def test_official_client_sees_merged_tools_and_calls_reach_the_right_backend(con
     from mcp.client.stdio import StdioServerParameters
 
     async def scenario() -> dict[str, object]:
-        params = StdioServerParameters(command=PY, args=["-m", "mcp_agent_kit", "gateway", str(config)])
+        params = StdioServerParameters(command=PY, args=gateway_args(config))
         async with Client(params, mode="auto") as client:
             tools = await client.list_tools()
             out: dict[str, object] = {"names": sorted(t.name for t in tools.tools), "version": client.protocol_version}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.gateway import Gateway, parse_config
+from tests.net import gateway_args
 
 ROOT = Path(__file__).resolve().parents[2]
 MODERN_META = {
@@ -146,7 +147,7 @@ def test_the_official_client_hears_of_a_backends_new_tool_through_the_gateway(tm
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"mcpServers": {"grow": {"command": sys.executable, "args": [str(script)],
                                                           "env": {"PYTHONPATH": str(ROOT)}}}}))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
+    params = StdioServerParameters(command=sys.executable, args=gateway_args(config),
                                    env={**os.environ, "PYTHONPATH": str(ROOT)})
     heard = asyncio.Event()
 

@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_agent_kit.client import Client as KitClient
 from mcp_agent_kit.client.inputs import InputAnswerer
+from tests.net import gateway_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def gateway(tmp_path: Path, servers: dict[str, Any]) -> StdioServerParameters:
     """Our gateway as a stdio server over these backends."""
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"mcpServers": servers}))
-    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_agent_kit", "gateway", str(config)],
+    return StdioServerParameters(command=sys.executable, args=gateway_args(config),
                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

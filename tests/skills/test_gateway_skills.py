@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from mcp_agent_kit.gateway import Gateway, parse_config
+from tests.net import gateway_args
 from tests.skills.helpers import make_skill
 
 SERVE = "import sys\nfrom mcp_agent_kit import Server\nServer('backend', skills=[sys.argv[1]]).run([])\n"
@@ -54,7 +55,7 @@ def test_a_host_verifies_through_the_gateway(tmp_path: Path) -> None:
     config = tmp_path / "gateway.json"
     servers = {"docs": {"command": sys.executable, "args": [str(script), str(tmp_path / "docs")]}}
     config.write_text(json.dumps({"mcpServers": servers}))
-    with Client.stdio(sys.executable, ["-m", "mcp_agent_kit", "gateway", str(config)], timeout=20) as client:
+    with Client.stdio(sys.executable, gateway_args(config), timeout=60) as client:
         (entry,) = client.list_skills()
         assert entry["uri"] == "skill://docs/pdf-tools/SKILL.md"
         assert client.read_skill_file(entry["uri"]).startswith(b"---\nname: pdf-tools\n")
