@@ -23,6 +23,7 @@ from typing import IO
 PASSED_THROUGH = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
                   "SYSTEMROOT")
 STDERR_RING = 64 * 1024
+STDERR_DRAIN_S = 2.0  # how long an exit report waits for the rest of stderr
 
 
 class SpawnError(Exception):
@@ -128,6 +129,8 @@ class AgentProcess:
                 what = f"was killed by signal {-code}"
         else:
             what = f"exited with code {code}"
+        if code is not None:  # its last words may still be in the pipe: read to the end (a grandchild may hold it)
+            self._stderr_thread.join(STDERR_DRAIN_S)
         tail = self.stderr_text(600)
         return what + (f"; its stderr ends: {tail}" if tail else "; it wrote nothing to stderr")
 
