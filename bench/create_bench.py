@@ -33,7 +33,8 @@ def main() -> None:
         work = Path(tmp)
         for run in range(args.runs):
             bare.append(timed([sys.executable, "-c", "pass"], work))
-            create.append(timed([sys.executable, "-m", "mcp_agent_kit", "new", f"bench-agent{run}"], work))
+            command = [sys.executable, "-m", "mcp_agent_kit", "new", "--no-install", f"bench-agent{run}"]
+            create.append(timed(command, work))
             shutil.rmtree(work / f"bench-agent{run}")
     floor, ours = statistics.median(bare), statistics.median(create)
     print(f"create-mcp-agent bench: {args.runs} runs (median)")

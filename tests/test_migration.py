@@ -34,7 +34,8 @@ NEW_META = {
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     parent = tmp_path_factory.mktemp("migration")
-    made = run([sys.executable, "-m", "mcp_agent_kit", "new", "demo-agent", "--dir", str(parent)], cwd=parent)
+    made = run([sys.executable, "-m", "mcp_agent_kit", "new", "--no-install", "demo-agent", "--dir", str(parent)],
+               cwd=parent)
     assert made.returncode == 0, made.stderr
     return parent / "demo-agent"
 

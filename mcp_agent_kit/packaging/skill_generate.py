@@ -81,13 +81,18 @@ def _slug(text: str, taken: set[str]) -> str:
     return slug
 
 
-def _use_and_avoid(description: str) -> tuple[str, str]:
+def purpose(description: str) -> tuple[str | None, str | None]:
+    """The X and Y of a "Use when X. Do not use for Y." description (None for a part it lacks)."""
     flat = _one_line(description)
     use = re.search(r"\bUse (?:it )?when\s+(.+?)(?:\.\s|\.$|$)", flat)
     avoid = re.search(r"\bDo not use (?:it )?(?:for|when)\s+(.+?)(?:\.\s|\.$|$)", flat)
-    use_text = use.group(1) if use else (flat or "the task matches this tool's name")
-    avoid_text = avoid.group(1) if avoid else "anything the description above does not cover"
-    return use_text, avoid_text
+    return (use.group(1) if use else None), (avoid.group(1) if avoid else None)
+
+
+def _use_and_avoid(description: str) -> tuple[str, str]:
+    use, avoid = purpose(description)
+    use_text = use or _one_line(description) or "the task matches this tool's name"
+    return use_text, avoid or "anything the description above does not cover"
 
 
 def _example_value(name: str, schema: Mapping[str, Any]) -> Any:

@@ -2,9 +2,10 @@
 
 Each check is a row in a table: a name and a function returning (ok, detail) pairs, one line
 per finding. Rules: checks read the project and talk to its server (in-process for the core
-checks, as a subprocess for the era probe); only `--fix` writes, and only the generated skill
-and plugin directories, never through a symlinked directory leading out of the project (refused
-with one line before anything is written). Names are matched with fullmatch.
+checks, as subprocesses for the era probe and the project's own tests); only `--fix` writes,
+and only the generated skill and plugin directories, never through a symlinked directory leading
+out of the project (refused with one line before anything is written). Names are matched with
+fullmatch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mcp_agent_kit.wire import mcp
 Finding = tuple[bool, str]
 DESCRIPTION_FORM = re.compile(r"^Use when (?P<when>.+?)\.\s+Do not use for (?P<not>.+?)\.?$", re.DOTALL)
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+TEST_SECONDS = 300.0  # how long the project's tests may run (validate.py --tests-timeout)
 META = {mcp.META_PROTOCOL_VERSION: mcp.MODERN_VERSIONS[0], mcp.META_CLIENT_CAPABILITIES: {}}
 CARD_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -62,6 +64,7 @@ class Project:
         self.module = target.partition(":")[0]
         self.name = name
         self.root = root
+        self.test_seconds = TEST_SECONDS
         self.server: Any = load_target(target)
 
     def request(self, method: str, **params: Any) -> dict[str, Any]:
@@ -308,28 +311,10 @@ def check_claude_entry(project: Project) -> list[Finding]:
 
 
 def check_tests(project: Project) -> list[Finding]:
-    """The project has tests that unittest (and so pytest) can find."""
-    import unittest
+    """The project's tests pass under `python -m unittest discover -s tests` (each failure named)."""
+    from mcp_agent_kit.scaffold.project_tests import check_tests as run_tests
 
-    tests = project.root / "tests"
-    if not tests.is_dir():
-        return [(False, "no tests/ directory: add tests/test_*.py with unittest.TestCase classes")]
-    suite = unittest.defaultTestLoader.discover(str(tests), pattern="test_*.py", top_level_dir=str(tests))
-    broken = [str(test) for test in _flatten(suite) if type(test).__name__ in ("_FailedTest", "ModuleImportFailure")]
-    count = suite.countTestCases()
-    if broken:
-        return [(False, f"tests/ has modules that cannot be imported: {', '.join(broken)}")]
-    if count == 0:
-        return [(False, "tests/ has no tests to run: write unittest.TestCase classes in tests/test_*.py"
-                        " (plain pytest functions are invisible to `python -m unittest`)")]
-    return [(True, f"{count} test(s) found by `python -m unittest discover -s tests`")]
-
-
-def _flatten(suite: Any) -> list[Any]:
-    found: list[Any] = []
-    for test in suite:
-        found += _flatten(test) if hasattr(test, "__iter__") else [test]
-    return found
+    return run_tests(project.root, project.test_seconds)
 
 
 def _legacy_handshake(project: Project, env: dict[str, str], cwd: str | Path | None = None) -> Finding:
@@ -380,6 +365,8 @@ CHECKS: list[tuple[str, Callable[[Project], list[Finding]]]] = [
 def fix(project: Project, description: str) -> tuple[list[str], list[str]]:
     """Regenerate skills/<name>/ and plugin/ from the server's current tools: (written, kept).
 
+    Only files whose text changes are written (and listed).
+
     Like `create-mcp-agent --force`, only files we generated and you left unchanged are
     replaced; a file you edited is kept (delete it to have it regenerated).
     """
@@ -389,7 +376,7 @@ def fix(project: Project, description: str) -> tuple[list[str], list[str]]:
     names = derive(project.name)
     files = packaging_files(project.tools(), names, description)
     try:
-        kept = write_project(files, project.root, force=True)
+        done = write_project(files, project.root, force=True)
     except ExistsError:  # no manifest: only files that do not exist yet are safe to write
         refuse_outside(project.root, list(files))  # or a symlinked directory: one line, nothing written
         kept = [rel for rel in files if os.path.lexists(project.root / rel)]
@@ -398,7 +385,8 @@ def fix(project: Project, description: str) -> tuple[list[str], list[str]]:
             path = project.root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-    return sorted(set(files) - set(kept)), sorted(kept)
+        return sorted(missing), sorted(kept)
+    return sorted(done.added + done.updated), sorted(done.kept)
 
 
 def run_checks(project: Project) -> list[dict[str, Any]]:
@@ -416,6 +404,8 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
     parser = argparse.ArgumentParser(prog="validate.py", description="Check this agent project for compliance.")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--fix", action="store_true", help="regenerate the skill and plugin from the tools first")
+    parser.add_argument("--tests-timeout", type=_seconds, default=TEST_SECONDS, metavar="SECONDS",
+                        help=f"how long the project's tests may run (default {TEST_SECONDS:g})")
     args = parser.parse_args(argv)
     root = (root or Path.cwd()).resolve()
     sys.path.insert(0, str(root))
@@ -423,6 +413,7 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
         project = Project(target, name, root)
     except Exception as exc:  # the user's code does not import: a failed check, never a traceback
         return _report(args.json, [{"check": "server imports", "ok": False, "detail": import_failure(exc, root)}])
+    project.test_seconds = args.tests_timeout
     if args.fix:
         description = str(project.server.instructions or project.server.description or name)
         try:
@@ -435,6 +426,17 @@ def main(argv: list[str], *, target: str, name: str, root: Path | None = None) -
         for rel in kept:
             print(f"kept {rel} (you changed it; delete it to regenerate it)", file=sys.stderr)
     return _report(args.json, run_checks(project))
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _report(as_json: bool, rows: list[dict[str, Any]]) -> int:

@@ -22,6 +22,8 @@ def new_parser(prog: str = "mcp-agent-kit new") -> argparse.ArgumentParser:
                         help="parent directory: the project goes in DIR/NAME (default: the current directory)")
     alias(parser, "--dir", dest="dir")
     parser.add_argument("--force", action="store_true", help="regenerate files we made that you have not changed")
+    parser.add_argument("--no-install", dest="install", action="store_false",
+                        help="do not pip-install the project into this virtual environment (editable)")
     if prog == CREATE_PROG:
         parser.add_argument("--version", action="version", version=version_line(CREATE_PROG),
                             help="print the version and exit")
@@ -35,25 +37,30 @@ def main_new(argv: list[str], prog: str = "mcp-agent-kit new") -> int:
         names = derive(args.name)
     except NameError_ as exc:
         return fail(str(exc), "try a name like my-agent", USAGE, name)
-    from mcp_agent_kit.scaffold.finish import copy_kit_wheel, next_steps
+    from mcp_agent_kit.scaffold.finish import copy_kit_wheel, install_project, next_steps
     from mcp_agent_kit.scaffold.origin import find_origin
     from mcp_agent_kit.scaffold.render import ExistsError, render_project, write_project
 
     description = " ".join((args.desc or f"An MCP agent named {names.dist}.").split())
-    target = Path(args.dir or ".") / names.dist
+    target = Path(args.dir or ".") / names.directory
     try:
         origin = find_origin()
         files = render_project(names, description, origin)
-        kept = write_project(files, target, force=args.force)
+        written = write_project(files, target, force=args.force)
         copy_kit_wheel(origin, target)
     except ExistsError as exc:
         return fail(str(exc), name=name)
     except (OSError, ValueError) as exc:
         return fail(f"could not create {target}: {exc}", "check the --out directory is writable", name=name)
-    for rel in kept:
+    for rel in written.kept:
         print(f"kept {rel} (you changed it)")
-    shown = target if args.dir else Path(names.dist)
-    print(next_steps(names, target.absolute(), shown, origin))
+    print(written.summary(target.absolute()), flush=True)
+    installed = install_project(names, target.absolute(), wanted=args.install)
+    shown = target if args.dir else Path(names.directory)
+    print(next_steps(names, shown, origin, installed))
+    if installed.error:
+        return fail(f"{target} was made, but installing it failed: {installed.error}",
+                    f"fix that, then run: {installed.line()}", name=name)
     return 0
 
 

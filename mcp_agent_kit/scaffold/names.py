@@ -21,12 +21,13 @@ class NameError_(ValueError):
 class Names:
     """The derived names of one project."""
 
-    __slots__ = ("dist", "package", "title")
+    __slots__ = ("directory", "dist", "package", "title")
 
-    def __init__(self, dist: str, package: str, title: str) -> None:
-        self.dist = dist  # project directory, distribution and skill name: my-agent
+    def __init__(self, dist: str, package: str, title: str, directory: str | None = None) -> None:
+        self.dist = dist  # distribution, skill and server name: my-agent
         self.package = package  # Python package: my_agent
         self.title = title  # display title: My Agent
+        self.directory = directory or dist  # the project directory, the name as typed: `cd NAME` works
 
 
 def derive(raw: str) -> Names:
@@ -42,4 +43,4 @@ def derive(raw: str) -> Names:
     if keyword.iskeyword(package) or package in sys.stdlib_module_names or package in RESERVED:
         raise NameError_(f"{raw!r} would shadow the Python module {package!r}; choose another name")
     title = " ".join(part.capitalize() for part in dist.split("-"))
-    return Names(dist, package, title)
+    return Names(dist, package, title, raw)

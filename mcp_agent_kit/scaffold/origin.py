@@ -47,7 +47,8 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def _file_path(url: str) -> Path | None:
+def file_path(url: str) -> Path | None:
+    """The local path of a file:// URL (None for any other URL)."""
     parts = urlsplit(url)
     return Path(unquote(parts.path)) if parts.scheme == "file" else None
 
@@ -63,7 +64,7 @@ def _installed_here(dist: metadata.Distribution) -> bool:
 
 def _from_direct_url(record: dict[str, object]) -> Origin:
     url = str(record.get("url", ""))
-    path = _file_path(url)
+    path = file_path(url)
     if "vcs_info" in record:
         vcs = record["vcs_info"]
         name = vcs.get("vcs", "git") if isinstance(vcs, dict) else "git"

@@ -20,7 +20,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -33,6 +34,8 @@ from mcp_agent_kit.scaffold.origin import WHEELS_DIR, Origin, find_origin
 
 MANIFEST = ".mcp-agent-kit.json"  # records what we generated, so --force only replaces our own files
 EXAMPLE_TOOL = "text_stats"
+MAX_SKILL_DESCRIPTION = 1024  # the Agent Skills limit on a description
+_ANGLES = str.maketrans("<>", "‹›")  # skill descriptions may not hold angle brackets
 
 
 def template_root() -> Path:
@@ -157,7 +160,8 @@ def packaging_files(tools: list[dict[str, Any]], names: Names, description: str)
     from mcp_agent_kit.packaging.plugin_build import PluginSpec, plugin_files
     from mcp_agent_kit.packaging.skill_generate import render_skill
 
-    skill = render_skill(tools, name=names.dist, description=skill_description(description, names), version="0.1.0")
+    about = skill_description(description, names, tools)
+    skill = render_skill(tools, name=names.dist, description=about, version="0.1.0")
     files = {f"skills/{names.dist}/{rel}": text for rel, text in skill.items()}
     spec = PluginSpec(
         name=names.dist,
@@ -171,12 +175,34 @@ def packaging_files(tools: list[dict[str, Any]], names: Names, description: str)
     return files
 
 
-def skill_description(description: str, names: Names) -> str:
-    """A skill description in the kit's "Use when X. Do not use for Y." form."""
-    text = description.strip().rstrip(".")
+def skill_description(description: str, names: Names, tools: Sequence[dict[str, Any]] = ()) -> str:
+    """The skill's description, in the kit's "Use when X. Do not use for Y." form.
+
+    A description already in that form is kept. Otherwise the agent's description leads and the
+    tools' own purposes say when to pick the skill: "Reports statistics about text. Use when you
+    need the number of words in a text. Do not use for counting tokens." (one tool: its exclusion;
+    several: whatever none of them covers). Angle brackets from tool text become ‹ ›.
+    """
+    from mcp_agent_kit.packaging.skill_generate import purpose
+
+    text = " ".join(description.split()).rstrip(".")
     if text.lower().startswith("use when"):
         return text + ("." if "do not use" in text.lower() else f". Do not use for tasks outside {names.dist}.")
-    return f"Use when you need {names.title}: {text}. Do not use for tasks outside {names.dist}."
+    lead = f"{text}. " if text else ""
+    found = [(str(tool.get("name", "")), *purpose(str(tool.get("description") or ""))) for tool in tools]
+    uses = [(use or f"a task calls for {name}").translate(_ANGLES) for name, use, _ in found]
+    avoids = [avoid for _, _, avoid in found]
+    avoid = (avoids[0] or "").translate(_ANGLES) if len(found) == 1 else ""
+    tail = f". Do not use for {avoid or 'anything none of its tools covers'}."
+    if not uses:
+        return f"{lead}Use when you need {names.title}{tail}"
+    when, rest = "Use when " + uses[0], f", or when another of its {len(uses)} tools fits"
+    for use in uses[1:]:
+        if len(lead + when + f", or when {use}" + rest + tail) > MAX_SKILL_DESCRIPTION:
+            when += rest
+            break
+        when += f", or when {use}"
+    return lead + when + tail if len(lead + when + tail) <= MAX_SKILL_DESCRIPTION else when + tail
 
 
 def render_project(names: Names, description: str, origin: Origin | None = None) -> dict[str, str]:
@@ -201,13 +227,33 @@ class ExistsError(FileExistsError):
     """The target exists and we may not replace it."""
 
 
-def write_project(files: dict[str, str], target: Path, *, force: bool = False) -> list[str]:
-    """Write a new project atomically; returns the relative paths kept because the user changed them.
+@dataclass
+class Written:
+    """What write_project did: made the project, or (--force) which files it rewrote, added or kept."""
+
+    created: bool = False
+    updated: list[str] = field(default_factory=list)  # ours and unchanged by you, with new content
+    added: list[str] = field(default_factory=list)  # missing, written again
+    kept: list[str] = field(default_factory=list)  # changed by you (or not ours): left alone
+
+    def summary(self, path: Path) -> str:
+        """One line: "Created PATH", "Updated PATH: ...", or "Refreshed PATH: ... already up to date"."""
+        if self.created:
+            return f"Created {path}"
+        if not (self.updated or self.added):
+            return f"Refreshed {path}: every file it generated is already up to date"
+        done = [f"{len(self.updated)} file(s) rewritten"] if self.updated else []
+        done += [f"{len(self.added)} added"] if self.added else []
+        return f"Updated {path}: " + ", ".join(done)
+
+
+def write_project(files: dict[str, str], target: Path, *, force: bool = False) -> Written:
+    """Write a new project atomically; says what was written and which paths the user changed (kept).
 
     A new project is written into a temporary sibling and renamed into place, so a failure leaves
     nothing half-made. An existing path is never touched without force; with force, only files we
-    generated and the user left unchanged are replaced (each atomically), missing ones are added,
-    and everything else is kept.
+    generated and the user left unchanged are replaced (each atomically, and only when their text
+    changes), missing ones are added, and everything else is kept.
     """
     target = target.absolute()
     if not (target.exists() or target.is_symlink()):
@@ -222,23 +268,27 @@ def write_project(files: dict[str, str], target: Path, *, force: bool = False) -
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        return []
+        return Written(created=True)
     if not force:
         raise ExistsError(f"{target} already exists; nothing was written (--force regenerates a project we made)")
     previous = _read_manifest(target)
     refuse_outside(target, [*files, MANIFEST])
-    kept: list[str] = []
-    written: dict[str, str] = {}
+    result = Written()
     for rel, text in files.items():
         path = target / rel
         if path.is_symlink() or (path.exists() and not _unchanged(path, previous.get(rel))):
-            kept.append(rel)
+            result.kept.append(rel)
             previous.pop(rel, None)  # the user's file now: never replaced later either
             continue
+        if not path.exists():
+            result.added.append(rel)
+        elif previous.get(rel) != _digest(text):
+            result.updated.append(rel)
+        else:
+            continue  # already this text
         _write_atomic(path, text)
-        written[rel] = text
-    _write_atomic(target / MANIFEST, _manifest(written, previous))
-    return kept
+    _write_atomic(target / MANIFEST, _manifest({rel: files[rel] for rel in result.added + result.updated}, previous))
+    return result
 
 
 def refuse_outside(target: Path, rels: list[str]) -> None:

@@ -59,7 +59,7 @@ def test_fastmcp_client_reads_a_generated_projects_skill(tmp_path: Path) -> None
     from mcp_agent_kit.scaffold.cli import main_new
 
     fastmcp()
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     project = tmp_path / "demo-agent"
     script = tmp_path / "fastmcp_client.py"
     script.write_text(FASTMCP_CLIENT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,22 +43,22 @@ def test_unsafe_names_are_refused(raw: str) -> None:
 
 
 def test_create_twice_leaves_the_first_byte_identical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     project = tmp_path / "demo-agent"
     before = tree_digest(project)
-    assert main_new(["demo-agent", "--dir", str(tmp_path), "--desc", "something else"]) == 1
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--desc", "something else"]) == 1
     assert "already exists" in capsys.readouterr().err
     assert tree_digest(project) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-agent"]  # no staging leftovers
 
 
 def test_force_replaces_only_our_unchanged_files(tmp_path: Path) -> None:
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     project = tmp_path / "demo-agent"
     (project / "README.md").write_text("my own notes\n")
     (project / "notes.txt").write_text("mine\n")
     (project / "server.py").unlink()
-    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force"]) == 0
     assert (project / "README.md").read_text() == "my own notes\n"
     assert (project / "notes.txt").read_text() == "mine\n"
     assert (project / "server.py").is_file()
@@ -68,7 +69,7 @@ def test_force_replaces_only_our_unchanged_files(tmp_path: Path) -> None:
 def test_force_refuses_a_directory_we_did_not_make(tmp_path: Path) -> None:
     (tmp_path / "demo-agent").mkdir()
     (tmp_path / "demo-agent" / "precious.txt").write_text("keep")
-    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 1
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force"]) == 1
     assert (tmp_path / "demo-agent" / "precious.txt").read_text() == "keep"
 
 
@@ -80,12 +81,12 @@ def test_failure_leaves_nothing_half_made(tmp_path: Path, monkeypatch: pytest.Mo
         raise OSError("disk full")
 
     monkeypatch.setattr(render, "_write_all", explode)
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 1
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 1
     assert list(tmp_path.iterdir()) == []
 
 
 def generated(tmp_path: Path) -> Path:
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     return tmp_path / "demo-agent"
 
 
@@ -283,3 +284,102 @@ def test_the_project_serves_its_skill_over_mcp(tmp_path: Path) -> None:
     server.write_text(server.read_text().replace("skills=[SKILLS] if SKILLS.is_dir() else [],", ""))
     bad = [line for line in run_validate(project).stdout.splitlines() if line.startswith("✗ skill served over MCP")]
     assert bad and "does not serve its skills over MCP" in bad[0], bad
+
+
+def test_force_says_what_it_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "demo-agent"
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith(f"Created {project}\n")
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force"]) == 0
+    assert capsys.readouterr().out.startswith(f"Refreshed {project}: every file it generated is already up to date\n")
+    (project / "server.py").unlink()
+    (project / "README.md").write_text("mine\n")
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force", "--desc", "Counts words."]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "kept README.md (you changed it)"
+    assert re.fullmatch(rf"Updated {re.escape(str(project))}: \d+ file\(s\) rewritten, 1 added", out[1]), out[1]
+
+
+def test_the_directory_is_the_name_as_typed(tmp_path: Path) -> None:
+    assert main_new(["--no-install", "my_agent", "--dir", str(tmp_path)]) == 0
+    project = tmp_path / "my_agent"
+    assert (project / "skills" / "my-agent" / "SKILL.md").is_file() and (project / "my_agent" / "server.py").is_file()
+    assert 'name = "my-agent"' in (project / "pyproject.toml").read_text()
+
+
+def test_outside_a_virtualenv_nothing_is_installed_and_the_command_is_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_agent_kit.scaffold import finish
+
+    monkeypatch.setattr(finish, "in_virtualenv", lambda: False)
+    monkeypatch.setattr(finish.subprocess, "run", lambda *a, **k: pytest.fail("nothing may be installed"))
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"Not installed ({sys.executable} does not run from a virtual environment)" in out
+    assert f"  {sys.executable} -m pip install -e ." in out
+
+
+def test_in_a_virtualenv_the_project_is_installed_with_its_pip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_agent_kit.scaffold import finish
+
+    calls: list[list[str]] = []
+
+    def pip(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        failing = len(calls) > 1
+        return subprocess.CompletedProcess(command, 1 if failing else 0, "", "ERROR: no network\n" if failing else "")
+
+    monkeypatch.setattr(finish, "in_virtualenv", lambda: True)
+    monkeypatch.setattr(finish.subprocess, "run", pip)
+    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    project = tmp_path / "demo-agent"
+    assert calls == [[sys.executable, "-m", "pip", "install", "-q", "-e", str(project)]]
+    out = capsys.readouterr().out
+    assert f"Installed demo-agent into {sys.prefix} in editable mode" in out and "pip install -e ." not in out
+    assert main_new(["other-agent", "--dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"mcp-agent-kit: {tmp_path / 'other-agent'} was made, but installing it failed: ERROR: no network;"
+        f" fix that, then run: {sys.executable} -m pip install -e {tmp_path / 'other-agent'}"]
+    assert (tmp_path / "other-agent" / "validate.py").is_file() and "pip install -e ." in captured.out
+
+
+@pytest.mark.parametrize(
+    ("description", "tools", "expected"),
+    [
+        ("Reports text statistics.", [("text_stats", "Use when you need word counts. Do not use for tokens.")],
+         "Reports text statistics. Use when you need word counts. Do not use for tokens."),
+        ("Reports text statistics", [("a", "Use when you need A. Do not use for B."),
+                                     ("b", "Use when the user wants <b>. Do not use for C.")],
+         "Reports text statistics. Use when you need A, or when the user wants ‹b›."
+         " Do not use for anything none of its tools covers."),
+        ("Use when x happens. Do not use for y.", [("a", "Use when you need A. Do not use for B.")],
+         "Use when x happens. Do not use for y."),
+        ("Does things.", [("plain", "Shouts.")], "Does things. Use when a task calls for plain."
+         " Do not use for anything none of its tools covers."),
+    ],
+)
+def test_the_skill_description_reads_from_the_tools(
+    description: str, tools: list[tuple[str, str]], expected: str
+) -> None:
+    from mcp_agent_kit.scaffold.render import skill_description
+
+    wire = [{"name": name, "description": text} for name, text in tools]
+    assert skill_description(description, derive("demo-agent"), wire) == expected
+
+
+def test_a_skill_description_of_many_tools_stays_within_the_limit() -> None:
+    from mcp_agent_kit.packaging.skill_validate import validate_text
+    from mcp_agent_kit.scaffold.render import MAX_SKILL_DESCRIPTION, packaging_files, skill_description
+
+    tools = [{"name": f"tool_{n}", "description": f"Use when you need thing number {n} done {'well ' * 10}."
+              " Do not use for other things.", "inputSchema": {"type": "object"}} for n in range(40)]
+    text = skill_description("Many tools.", derive("demo-agent"), tools)
+    assert len(text) <= MAX_SKILL_DESCRIPTION and text.endswith(
+        ", or when another of its 40 tools fits. Do not use for anything none of its tools covers.")
+    skill = packaging_files(tools, derive("demo-agent"), "Many tools.")["skills/demo-agent/SKILL.md"]
+    found, _ = validate_text(skill, dir_name="demo-agent")
+    assert not [f for f in found if f.severity == "error"]

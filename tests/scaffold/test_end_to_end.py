@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.net import free_port
+from tests.scaffold.conftest import PYTEST_PIN, KitWheel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,28 +44,20 @@ def readme_install_steps(project: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def installed(kit_wheel: KitWheel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """(python of a fresh venv with the project installed as its README says, the project).
 
-    The kit's wheel goes into one fresh venv, which runs create-mcp-agent; a second fresh venv
-    installs the project the README's way with no package index at all: the kit can only come
-    from the wheel the project carries (build tools and pytest come from a local wheelhouse).
+    The kit's wheel goes into one fresh venv, which runs create-mcp-agent (--no-install); a second
+    fresh venv installs the project the README's way with no package index at all: the kit can only
+    come from the wheel the project carries (build tools and pytest come from a local wheelhouse).
     """
     work = tmp_path_factory.mktemp("e2e")
-    src = work / "src"
-    shutil.copytree(
-        ROOT, src, ignore=shutil.ignore_patterns(".venv*", ".git", "__pycache__", "build", "dist", "*.egg-info")
-    )
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(src)], cwd=work)
-    wheel = next((work / "dist").glob("mcp_agent_kit-*.whl"))
-    house = work / "wheelhouse"
-    run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(house),
-         "setuptools>=68", "pytest==9.2.0"], cwd=work)
-    offline = ["--no-index", "--find-links", str(house)]
+    wheel = kit_wheel.wheel
+    offline = kit_wheel.offline()
     run([sys.executable, "-m", "venv", str(work / "maker")], cwd=work)
     run([str(work / "maker" / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", str(wheel)], cwd=work)
     started = time.perf_counter()
-    made = run([str(work / "maker" / "bin" / "create-mcp-agent"), "demo-agent"], cwd=work)
+    made = run([str(work / "maker" / "bin" / "create-mcp-agent"), "demo-agent", "--no-install"], cwd=work)
     print(f"create-mcp-agent took {time.perf_counter() - started:.3f} s")
     assert "from a wheel file" in made.stdout and "not from PyPI" in made.stdout
     project = work / "demo-agent"
@@ -78,7 +70,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         args = shlex.split(step)
         assert args[:4] == ["python", "-m", "pip", "install"]
         run([str(python), "-m", "pip", "install", "-q", *offline, *args[4:]], cwd=project)
-    run([str(python), "-m", "pip", "install", "-q", *offline, "pytest==9.2.0"], cwd=project)
+    run([str(python), "-m", "pip", "install", "-q", *offline, PYTEST_PIN], cwd=project)
     yield python, project
 
 
@@ -128,8 +120,7 @@ def test_the_claude_desktop_entry_starts_under_the_official_client(
 
 def test_skills_ref_accepts_the_skill(installed: tuple[Path, Path]) -> None:
     _, project = installed
-    agentskills = Path(sys.executable).parent / "agentskills"
-    run([str(agentskills), "validate", str(project / "skills" / "demo-agent")], cwd=project)
+    run([sys.executable, "-m", "skills_ref.cli", "validate", str(project / "skills" / "demo-agent")], cwd=project)
 
 
 @pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])

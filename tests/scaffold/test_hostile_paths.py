@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not hasattr(Path, "symlink_to"), reason="needs s
 
 
 def generated(tmp_path: Path) -> Path:
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     return tmp_path / "demo-agent"
 
 
@@ -38,7 +38,7 @@ def test_force_refuses_a_symlinked_directory_out(tmp_path: Path, rel: str,
     outside = tmp_path / "outside"
     swap_for_symlink(project, rel, outside)
     capsys.readouterr()
-    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 1
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "symlink" in err and "nothing was written" in err, err
     assert list(outside.iterdir()) == []
@@ -78,7 +78,7 @@ def test_force_still_regenerates_inside_symlinks(tmp_path: Path) -> None:
     (project / "docs-real").mkdir()
     (project / "docs-link").symlink_to(project / "docs-real", target_is_directory=True)
     (project / "plugin" / "plugin.json").unlink()
-    assert main_new(["demo-agent", "--dir", str(tmp_path), "--force"]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path), "--force"]) == 0
     assert (project / "plugin" / "plugin.json").is_file()
 
 
@@ -86,7 +86,7 @@ def test_force_still_regenerates_inside_symlinks(tmp_path: Path) -> None:
 def test_a_trailing_newline_is_not_a_name(raw: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(NameError_):
         derive(raw)
-    assert main_new([raw]) == 2
+    assert main_new(["--no-install", raw]) == 2
     assert "not a safe name" in capsys.readouterr().err
 
 

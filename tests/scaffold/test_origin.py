@@ -88,7 +88,7 @@ def test_wheel_origin_copies_the_wheel_into_the_project(tmp_path: Path) -> None:
 
 
 def test_the_older_kits_a2a_command_still_serves(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "mcp_agent_kit", "new", "demo-agent", "--dir", str(tmp_path)],
+    subprocess.run([sys.executable, "-m", "mcp_agent_kit", "new", "--no-install", "demo-agent", "--dir", str(tmp_path)],
                    check=True, capture_output=True, timeout=120)
     port = free_port()
     proc = subprocess.Popen([sys.executable, "a2a/server.py", str(port)], cwd=tmp_path / "demo-agent",

@@ -52,7 +52,7 @@ def test_installs_a_generated_projects_skill(tmp_path: Path) -> None:
     from mcp_agent_kit.scaffold.cli import main_new
     from tests.packaging.conftest import load_oracle
 
-    assert main_new(["demo-agent", "--dir", str(tmp_path)]) == 0
+    assert main_new(["--no-install", "demo-agent", "--dir", str(tmp_path)]) == 0
     project = tmp_path / "demo-agent"
     dest = tmp_path / "installed"
     listed = install("--from-server", "--list", "--", sys.executable, "server.py", cwd=project)
