@@ -105,6 +105,24 @@ def add_origin_options(parser: Any) -> None:
                         help="also accept this Origin, e.g. https://app.example.com (repeatable)")
 
 
+def add_insecure_option(parser: Any) -> None:
+    """`--insecure`: serve a non-loopback bind without a token (the public-bind rule's opt-out)."""
+    parser.add_argument("--insecure", action="store_true",
+                        help="allow a non-loopback bind without --token or --oauth-issuer")
+
+
+def check_public_bind(host: str, *, authenticated: bool, insecure: bool, what: str = "the server",
+                      oauth: bool = True) -> None:
+    """The public-bind rule (addresses.exposed) on a command line: a non-loopback bind without
+    authentication and without --insecure is a CliError (exit 2) naming the flags that fix it."""
+    from mcp_agent_kit.addresses import exposed
+
+    if exposed(host, authenticated=authenticated, insecure=insecure):
+        flags = "--token or --oauth-issuer" if oauth else "--token"
+        raise CliError(f"binding {host} exposes {what} to the network without authentication",
+                       f"give {flags} (or --insecure to serve it to anyone who can reach it)", USAGE)
+
+
 def add_oauth_options(parser: Any, *, public_url: bool = True) -> None:
     """The OAuth resource-server flags shared by `serve`, `a2a` and `gateway` (docs/oauth.md)."""
     group = parser.add_argument_group("OAuth (accept access tokens from an authorization server)")

@@ -230,8 +230,12 @@ class Server(Registry):
             return serve_stdio(self.dispatcher, before_exit=running.close, **options)
 
     def serve_http(self, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
+        """Serve Streamable HTTP until stopped. A non-loopback `host` needs token=, tokens= or
+        oauth= (or insecure=True): ValueError otherwise, before the lifespan starts."""
+        from mcp_agent_kit.addresses import refuse_exposed
         from mcp_agent_kit.transports import http
 
+        refuse_exposed(host, options)
         with self.running():
             code: int = http.serve_http(self.dispatcher, host, port, **options)
         return code

@@ -4,7 +4,8 @@ MODULE:ATTR names a Registry/Server (its tools become skills) or an a2a Agent. W
 (`a2a --acp [--cwd DIR] [--approve ask|reads|all] -- CMD [ARGS...] --port P`) the ACP agent CMD is
 served instead (a2a.acp_bridge); a trailing `--port P` / `--http HOST:PORT` after CMD is ours. `--host`/`--port`
 are the older spelling of `--http`, hidden from --help but still accepted. Rules: argument parsing
-and wiring only; refuses a non-loopback bind without a token unless told `--insecure`; user
+and wiring only; refuses a non-loopback bind without a token unless told `--insecure`
+(cli_common.check_public_bind, the rule `serve` shares); user
 mistakes are one stderr line (cli_common). `--store sqlite:///path` or `postgresql://...` shares the
 tasks with every replica on that store (a2a.shared_store); a bare `--store PATH` is the older
 one-process sqlite file (a2a.sqlite_store).
@@ -16,17 +17,19 @@ import argparse
 import logging
 
 from mcp_agent_kit.a2a.engine import Agent, TaskEngine
-from mcp_agent_kit.a2a.http import MAX_BODY, is_loopback, principal_for, serve
+from mcp_agent_kit.a2a.http import MAX_BODY, principal_for, serve
 from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    add_insecure_option,
     add_oauth_options,
     add_origin_options,
     add_store_options,
     add_token_options,
     alias,
+    check_public_bind,
     fail,
     host_port,
     listen_failed,
@@ -86,7 +89,7 @@ def parser() -> Parser:
     add_origin_options(parser)
     add_oauth_options(parser, public_url=False)
     parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="N", help="largest request body in bytes")
-    parser.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
+    add_insecure_option(parser)
     parser.add_argument("--verbose", action="store_true", help="log requests")
     return parser
 
@@ -108,7 +111,7 @@ def acp_parser() -> Parser:
                                                                          f"{DEFAULT_PORT}; port 0 picks a free one)")
     cli.add_argument("--port", type=port_number, help="bind port on 127.0.0.1")
     add_token_options(cli, "JSON-RPC and REST")
-    cli.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
+    add_insecure_option(cli)
     cli.add_argument("--verbose", action="store_true", help="log requests")
     return cli
 
@@ -130,6 +133,7 @@ def acp_main(argv: list[str]) -> int:
     from mcp_agent_kit.a2a.acp_bridge import AcpBridge
     from mcp_agent_kit.acp.client import AcpAgent
     from mcp_agent_kit.acp.errors import AcpError
+    from mcp_agent_kit.acp.process import anchored
 
     ours, command = _split_acp(argv)
     cli = acp_parser()
@@ -140,13 +144,13 @@ def acp_main(argv: list[str]) -> int:
         cli.error("give either --http HOST:PORT or --port, not both")
     host, port = args.http or (DEFAULT_HOST, args.port if args.port is not None else DEFAULT_PORT)
     tokens = tokens_from(args, principal=principal_for)
-    if not is_loopback(host) and not tokens and not args.insecure:
-        cli.error(f"binding {host} exposes the agent to the network: give --token (or --insecure)")
+    check_public_bind(host, authenticated=bool(tokens), insecure=args.insecure, what="the agent", oauth=False)
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         return fail(f"--cwd {args.cwd} is not a directory", "give an existing directory", USAGE)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     try:
+        command = anchored(command, cwd)  # `python agent.py` names the file here, not in --cwd
         acp = AcpAgent.spawn(command[0], command[1:], cwd=cwd)
         acp.initialize()
     except AcpError as exc:
@@ -170,8 +174,7 @@ def main(argv: list[str]) -> int:
     host, port = bind_address(args)
     tokens = tokens_from(args, principal=principal_for)
     oauth = oauth_settings(args)
-    if not is_loopback(host) and not tokens and oauth is None and not args.insecure:
-        cli.error(f"binding {host} exposes the agent to the network: give --token or --oauth-issuer (or --insecure)")
+    check_public_bind(host, authenticated=bool(tokens) or oauth is not None, insecure=args.insecure, what="the agent")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     from mcp_agent_kit.loader import TargetError, load_target
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import ipaddress
 import json
 import logging
 import socket
@@ -26,6 +25,7 @@ from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.card import BEARER_SCHEME, MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
+from mcp_agent_kit.addresses import is_loopback, is_wildcard, machine_names
 from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.metadata import AS_SUFFIX, well_known
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
@@ -39,23 +39,11 @@ RPC_PATH = "/a2a"
 REST_PATH = "/a2a/rest"
 MAX_BODY = 1 << 20
 _JSON_TYPES = ("application/json", "application/a2a+json")
-HOST_REFUSED = ("Host or Origin header not allowed: start the agent with --allow-host HOST or --allow-origin ORIGIN"
-                " (or --public-url URL)")
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def _media_type(header: str | None) -> str:
     """The bare media type of a Content-Type header; "" when there is none (never taken as JSON)."""
     return (header or "").split(";")[0].strip().lower()
-
-
-def is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def principal_for(token: str) -> str:
@@ -64,14 +52,8 @@ def principal_for(token: str) -> str:
 
 def own_names(bind: str, base_url: str) -> list[str]:
     """The names a client may reach this agent by without being told: the card's host and, on a
-    wildcard bind, this machine's host names and their addresses."""
-    names = [urlsplit(base_url).hostname or ""]
-    if bind in ("", "0.0.0.0", "::"):
-        hostname = socket.gethostname()
-        names += [hostname, socket.getfqdn()]
-        with contextlib.suppress(OSError):
-            names += [str(info[4][0]) for info in socket.getaddrinfo(hostname, None)]
-    return [name for name in names if name]
+    wildcard bind, this machine's host names and their addresses (addresses.machine_names)."""
+    return [name for name in [urlsplit(base_url).hostname or "", *machine_names(bind)] if name]
 
 
 def card_schemes(bearer: bool, oauth: ProtectedResource | None) -> dict[str, tuple[dict[str, Any], list[str]]] | None:
@@ -122,7 +104,7 @@ class A2AServer(Server):
         self.max_body = max_body
         self.bound = host
         actual = self.server_address[1]
-        shown = socket.getfqdn() if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
+        shown = socket.getfqdn() if is_wildcard(host) else f"[{host}]" if ":" in host else host
         self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
         # DNS-rebinding and CSRF protection on every bind, as on the MCP endpoint: the Host must name
         # this agent (as its card does, or as given), an Origin must be one of those or allowed.
@@ -170,9 +152,10 @@ class A2ARequestHandler(Handler):
         body = {"jsonrpc": "2.0", "id": None, "error": exc.rpc_error()} if rpc else exc.rest_error()
         self._json(exc.status, body, **headers)
 
-    def _host_ok(self) -> bool:
-        policy = self.server.policy
-        return policy.host_ok(self.headers.get("Host")) and policy.origin_ok(self.headers.get("Origin"))
+    def _host_refused(self) -> str | None:
+        """None when Host and Origin pass; else the refusal, naming the flag that allows it."""
+        refused = self.server.policy.refusal(self.headers.get("Host"), self.headers.get("Origin"), "the agent")
+        return None if refused is None else f"{refused} (or --public-url URL)"
 
     def _body(self, rpc: bool) -> bytes | None:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -241,9 +224,10 @@ class A2ARequestHandler(Handler):
 
     # ---- routes ----------------------------------------------------------------------------------
     def _gate(self, rpc: bool) -> str | None:
-        if not self._host_ok():
+        problem = self._host_refused()
+        if problem is not None:
             self.close_connection = True
-            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), rpc)
+            self._refuse(A2AError("InvalidRequest", problem), rpc)
             return None
         try:
             return self.server.policy.authorize(self.headers.get("Authorization"), self.command, self.path,
@@ -287,9 +271,10 @@ class A2ARequestHandler(Handler):
     do_PUT = do_PATCH = do_DELETE  # no route takes them: 405/404 as JSON, not http.server's HTML 501
 
     def _card(self) -> None:
-        if not self._host_ok():
+        problem = self._host_refused()
+        if problem is not None:
             self.close_connection = True
-            self._refuse(A2AError("InvalidRequest", HOST_REFUSED), False)
+            self._refuse(A2AError("InvalidRequest", problem), False)
             return
         body, etag, modified = self.server.card.current()
         headers = {"Cache-Control": f"public, max-age={MAX_AGE}", "ETag": etag, "Last_Modified": modified}
@@ -394,6 +379,8 @@ def serve(
     """Serve until interrupted; returns the exit code."""
     def announce(server: A2AServer) -> None:
         log.info("A2A agent %r at %s", engine.agent.name, server.base_url)
+        if not is_loopback(server.bound):
+            log.info("accepting %s", server.policy.accepted_hosts())
 
     # SIGTERM: stop accepting, let in-flight requests finish (bounded), exit 0
     try:

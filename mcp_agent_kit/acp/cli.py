@@ -6,7 +6,10 @@
 was cancelled or refused, 1 on any error (one stderr line naming it), 2 on a usage mistake. The
 first SIGINT sends `session/cancel`, a second one stops the agent. Permission questions follow
 `--approve all|reads|none`; without it an interactive terminal is asked and a non-interactive run
-denies. Rules: argument parsing and printing only; the work is acp.client's.
+denies. The agent starts in `--cwd`, but a relative path in its command (`python agent.py`) means
+the file here. Without `--`, a trailing command we do not know is the agent's (as `probe CMD`);
+anything else unknown is one line naming `--`. Rules: argument parsing and printing only; the
+work is acp.client's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
 from mcp_agent_kit.acp.errors import AcpError, NotSupported
 from mcp_agent_kit.acp.permissions import POLICIES, Ask, DenyAll, PermissionOption, PermissionRequest, Policy
+from mcp_agent_kit.acp.process import anchored
 from mcp_agent_kit.acp.session import Session, TurnResult
 from mcp_agent_kit.cli_common import FAILED, OK, USAGE, CliError, Parser, fail, prog
 from mcp_agent_kit.wire import acp as wire
@@ -131,7 +135,8 @@ def spawn(args: Any, command: list[str], session: bool) -> AcpAgent:
     options = ClientOptions(terminal=bool(getattr(args, "terminal", False)))
     timeouts = Timeouts(initialize=min(60.0, timeout), request=timeout, turn=timeout)
     policy = choose_policy(args.approve) if session else DenyAll()
-    agent = AcpAgent(command, env=parse_env(args.env), cwd=getattr(args, "cwd", None), options=options,
+    cwd = getattr(args, "cwd", None)
+    agent = AcpAgent(anchored(command, cwd), env=parse_env(args.env), cwd=cwd, options=options,
                      policy=policy, timeouts=timeouts,
                      log=lambda message: print(f"[acp] {one_line(message)}", file=sys.stderr))
     agent.start()
@@ -292,9 +297,27 @@ def main_chat(args: Any, command: list[str]) -> int:
 MAINS = {"probe": main_probe, "prompt": main_prompt, "chat": main_chat}
 
 
-def main(argv: list[str]) -> int:
+def parse(argv: list[str]) -> tuple[Any, list[str]]:
+    """(our options, the agent's command). Without `--`, a trailing command we do not know (`acp
+    prompt "hi" gemini --acp`) is taken as the agent's, as `probe CMD ARGS` does; anything else we
+    do not know is one line saying that the command goes after `--`."""
     ours, command = split_command(argv)
-    args = parser().parse_args(ours)
+    top = parser()
+    if "--" in argv:
+        return top.parse_args(ours), command
+    args, unknown = top.parse_known_args(ours)
+    if unknown and not unknown[0].startswith("-") and ours[len(ours) - len(unknown):] == unknown:
+        return args, unknown
+    if unknown:
+        text = "TEXT " if args.command == "prompt" else ""
+        raise CliError(f"unrecognized arguments: {' '.join(unknown)}",
+                       f"put the agent's command after --: '{prog('acp')} {args.command} [OPTIONS] {text}{AFTER}'",
+                       USAGE)
+    return args, []
+
+
+def main(argv: list[str]) -> int:
+    args, command = parse(argv)
     if not command:
         return fail("no agent command given", f"put it after --, e.g. '{prog('acp')} {args.command} -- gemini --acp'",
                     USAGE)

@@ -26,6 +26,20 @@ STDERR_RING = 64 * 1024
 STDERR_DRAIN_S = 2.0  # how long an exit report waits for the rest of stderr
 
 
+def anchored(argv: Sequence[str], cwd: str | None) -> list[str]:
+    """The agent's command as typed here, for a child started in `cwd`: an argument that is a
+    relative path to a file here (`python agent.py`) becomes absolute, so `--cwd` moves the session
+    and not the command (the program itself: see AgentProcess). Options, absolute paths, the
+    program name and words naming no file here are left alone."""
+    if cwd is None or os.path.abspath(cwd) == os.getcwd():
+        return list(argv)
+    return [*argv[:1], *(os.path.abspath(word) if _local_file(word) else word for word in argv[1:])]
+
+
+def _local_file(word: str) -> bool:
+    return bool(word) and not word.startswith("-") and not os.path.isabs(word) and os.path.isfile(word)
+
+
 class SpawnError(Exception):
     """The agent's command could not be started (not found, not executable, bad cwd)."""
 

@@ -1,9 +1,11 @@
 """auth.jwks: an authorization server's signing keys, fetched once and kept (RFC 7517 §5, OIDC Core §10.1.1).
 
 The set is fetched on first use and kept for its `Cache-Control: max-age`, clamped to 5 min–24 h;
-a failed refetch keeps the last good set. A `kid` the set does not hold triggers one refetch,
-at most once per `min_refresh` seconds, so a stream of tokens naming made-up keys cannot make the
-server fetch per request: rotation is picked up, a flood is not amplified. Keys whose `use` is not
+a failed refetch keeps the last good set. A `kid` the set does not hold triggers a refetch when
+the last fetch (whatever caused it: the first use, an expiry, another unknown `kid`) is at least
+`min_refresh` seconds old (MIN_REFRESH, 10 s), so a key rotated in just after start is picked up
+within seconds, and a stream of tokens naming made-up keys costs at most one fetch per interval:
+rotation is picked up, a flood is not amplified. Keys whose `use` is not
 `sig`, and keys of unknown types, are skipped. Only https URLs are fetched (http on loopback, for
 tests and local authorization servers). Rules: the fetch is injected (`Fetch`), so the cache is
 testable without a network; no token logic here.
@@ -27,6 +29,8 @@ log = logging.getLogger("mcp_agent_kit.auth")
 Fetch = Callable[[str], tuple[bytes, dict[str, str]]]
 """fetch(url) -> (body, lower-cased response headers); raises OSError or ValueError on failure."""
 MIN_TTL, MAX_TTL, DEFAULT_TTL = 300.0, 86400.0, 3600.0
+MIN_REFRESH = 10.0
+"""Seconds between two fetches for an unknown `kid`: the bound on what made-up key ids can cost."""
 MAX_DOCUMENT = 1 << 20
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -73,7 +77,7 @@ def parse_jwks(body: bytes) -> list[Key]:
 class JwksCache:
     """The keys at one `jwks_uri`, refreshed as the module docstring says."""
 
-    def __init__(self, url: str, *, fetch: Fetch = urllib_fetch, min_refresh: float = 60.0,
+    def __init__(self, url: str, *, fetch: Fetch = urllib_fetch, min_refresh: float = MIN_REFRESH,
                  clock: Callable[[], float] = time.monotonic) -> None:
         check_fetchable(url)
         self.url = url
@@ -105,7 +109,7 @@ class JwksCache:
                 self._refresh(now)
             found = self._matching(kid, alg)
             if not found and kid is not None and now - self._last_try >= self.min_refresh:
-                self._refresh(now)  # a rotated key: one refetch, rate-limited
+                self._refresh(now)  # a rotated key: one refetch, at most one per min_refresh
                 found = self._matching(kid, alg)
             return found
 

@@ -1,7 +1,9 @@
 """stdio: a client Channel to an MCP server run as a child process (newline-delimited JSON-RPC).
 
 Spawns the command with its args, env and cwd; a reader thread matches replies to waiting
-requests, hands notifications and (legacy) server requests to the client's callbacks, and a
+requests, hands notifications and (legacy) server requests to the client's callbacks (a stdout
+line that is not JSON-RPC, such as a print at import, is skipped with a warning telling the
+server to log to stderr; a request answered only by such lines fails as "garbage"), and a
 second thread keeps the last bytes of stderr for error messages and logs its lines. Close shuts
 down politely: stdin closed, a grace period, then terminate, then kill. Rules: no protocol
 decisions; peer failures become probe Failures ("exited", "timeout", "garbage"), never
@@ -28,6 +30,7 @@ log = logging.getLogger("mcp_agent_kit.client")
 MAX_LINE = 16 * 1024 * 1024
 STDERR_KEEP = 16 * 1024
 LINE_KEEP = 4 * MAX_CHARS  # bytes of one stderr line kept for the log (it is cut to MAX_CHARS characters)
+STDOUT_HINT = "a stdio server writes only JSON-RPC to stdout: write logs to stderr (print(..., file=sys.stderr))"
 
 
 class StdioChannel:
@@ -60,6 +63,8 @@ class StdioChannel:
         self._pending: dict[Any, Slot] = {}
         self._stderr = bytearray()
         self._exit_note = ""
+        self._noise: str | None = None  # the latest non-JSON-RPC stdout line of this process, if any
+        self._noise_lines = 0  # how many such lines, so an exchange knows whether any came while it waited
         self._started = False
         # One bucket for both streams: stderr lines and non-JSON stdout lines, per peer.
         self.log_limiter = LineLimiter(log, label or command)
@@ -87,6 +92,7 @@ class StdioChannel:
         self._proc = proc
         self._stderr = bytearray()
         self._exit_note = ""
+        self._noise, self._noise_lines = None, 0
         assert proc.stdout is not None and proc.stderr is not None
         threading.Thread(target=self._read, args=(proc, proc.stdout), name="mcp-client-stdout", daemon=True).start()
         threading.Thread(target=self._drain_stderr, args=(proc.stderr,), name="mcp-client-stderr", daemon=True).start()
@@ -144,12 +150,13 @@ class StdioChannel:
             return Failure("exited", self._exit_note)
         slot = Slot()
         id_ = message["id"]
+        noise_before = self._noise_lines
         with self._lock:
             self._pending[id_] = slot
         if not self._write(message):
             slot.resolve(Failure("exited", self._exit_reason()))
         if not slot.done.wait(timeout):
-            slot.resolve(Failure("timeout", f"no reply to {message['method']} within {timeout:g}s"))
+            slot.resolve(self._silence(message["method"], timeout, self._noise_lines > noise_before))
             self._write(jsonrpc.notification("notifications/cancelled", {"requestId": id_, "reason": "timeout"}))
         with self._lock:
             self._pending.pop(id_, None)
@@ -164,7 +171,15 @@ class StdioChannel:
         code = proc.poll() if proc is not None else None
         tail = self.stderr_tail().strip().splitlines()[-3:]
         note = f"the server process exited (code {code})" if code is not None else "the server closed its stdout"
-        return note + (f"; stderr: {' | '.join(tail)}" if tail else "")
+        note += f"; stderr: {' | '.join(tail)}" if tail else ""
+        return note + (f"; it wrote {self._noise[:120]!r} to stdout ({STDOUT_HINT})" if self._noise else "")
+
+    def _silence(self, method: str, timeout: float, noisy: bool) -> Failure:
+        """No reply in time: a timeout, or "garbage" when the server wrote non-JSON-RPC lines meanwhile."""
+        if not noisy or self._noise is None:
+            return Failure("timeout", f"no reply to {method} within {timeout:g}s")
+        return Failure("garbage", f"no JSON-RPC reply to {method} within {timeout:g}s, only non-JSON-RPC output "
+                                  f"such as {self._noise[:120]!r}; {STDOUT_HINT}")
 
     def _fail_all(self, failure: Failure) -> None:
         with self._lock:
@@ -203,7 +218,15 @@ class StdioChannel:
         elif incoming.kind == "request":
             threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
         else:
-            self._garbage(line[: 4 * MAX_CHARS].decode("utf-8", "replace").strip())
+            self._stray(line[: 4 * MAX_CHARS].decode("utf-8", "replace").strip())
+
+    def _stray(self, sample: str) -> None:
+        """A line that is not JSON-RPC (a print at import, a banner): skipped with a warning naming the
+        fix, as the official SDKs skip it; a request still unanswered at its timeout fails as "garbage"."""
+        self._noise = sample
+        self._noise_lines += 1
+        self.log_limiter.line(logging.WARNING, "wrote a line to stdout that is not JSON-RPC (write logs to stderr: "
+                                               "print(..., file=sys.stderr))", repr(sample))
 
     def _garbage(self, sample: str) -> None:
         if self.strict:

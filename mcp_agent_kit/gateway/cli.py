@@ -5,7 +5,8 @@ with the era, version, capabilities and tool names (or the reason when unavailab
 0 when the server is reachable, 1 when it is not, 2 on bad usage, 3 when it needs authorization
 that could not be had (one stderr line: run `auth login URL`, or pass --login). A URL is probed
 with the OAuth token `auth login` cached for it (refreshed when due); `--login` may log in too. `gateway CONFIG.json
-[--stdio | --http HOST:PORT]` serves many servers as one; a missing config file exits 2, a
+[--stdio | --http HOST:PORT]` serves many servers as one (a non-loopback bind needs --token or
+--oauth-issuer, or --insecure: cli_common.check_public_bind); a missing config file exits 2, a
 malformed one 1, each with one stderr line. Rules: argument parsing and output only; the logic
 lives in client/ and the gateway package. Both front doors live here, above client/, because
 client/ imports wire/ only (not cli_common); the gateway's modules are imported only when the
@@ -28,10 +29,13 @@ from mcp_agent_kit.cli_common import (
     CliError,
     Parser,
     StoreOptions,
+    add_insecure_option,
     add_oauth_options,
+    add_origin_options,
     add_store_options,
     add_token_options,
     check_bindable,
+    check_public_bind,
     fail,
     host_port,
     listen_failed,
@@ -134,6 +138,8 @@ def gateway_parser() -> Parser:
     mode.add_argument("--http", metavar="HOST:PORT", type=host_port,
                       help="serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one)")
     add_token_options(parser)
+    add_origin_options(parser)
+    add_insecure_option(parser)
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
     parser.add_argument("--sessions", metavar="FILE",
@@ -169,6 +175,9 @@ def main_gateway(argv: list[str]) -> int:
     oauth = oauth_settings(args)
     if oauth is not None and not args.http:
         return fail("--oauth-issuer protects an HTTP endpoint", "add --http HOST:PORT (stdio has no tokens)", USAGE)
+    if args.http:  # before any backend starts
+        check_public_bind(args.http[0], authenticated=bool(tokens) or oauth is not None, insecure=args.insecure,
+                          what="the gateway")
     options = store_from_args(args)  # memory without --store; the secret from --secret-file or the environment
     shared: StoreOptions | None = options
     if not options.store.shared:
@@ -192,7 +201,8 @@ def main_gateway(argv: list[str]) -> int:
             check_bindable(host, port)  # before starting the backends: a port in use fails fast
             gateway.start()
             return gateway.server.serve_http(host, port, tokens=tokens, principal_header=args.principal_header,
-                                             oauth=oauth)
+                                             oauth=oauth, allowed_hosts=args.allow_host,
+                                             allowed_origins=args.allow_origin, insecure=args.insecure)
         except ValueError as exc:
             if oauth is None:
                 raise

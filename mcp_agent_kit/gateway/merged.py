@@ -35,7 +35,7 @@ from mcp_agent_kit.core.skills_ext import SkillsExtension
 from mcp_agent_kit.gateway.backend import FAILURES, RETRY_FIRST, RETRY_MOST, Backend
 from mcp_agent_kit.gateway.relay import Relay
 from mcp_agent_kit.server import Server
-from mcp_agent_kit.wire import skills
+from mcp_agent_kit.wire import implementation, skills
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class Gateway:
         timeout: float = 5.0,
         separator: str = ".",
         name: str = "mcp-agent-kit-gateway",
+        version: str = implementation.VERSION,
         retry_first: float = RETRY_FIRST,
         retry_most: float = RETRY_MOST,
         agents: AgentService | None = None,
@@ -78,7 +79,7 @@ class Gateway:
         self.retry_first = retry_first
         self.retry_most = retry_most
         self.separator = separator
-        self.server = GatewayServer(name)
+        self.server = GatewayServer(name, version)  # serverInfo: the kit's version unless told
         self._conflicts: dict[str, list[str]] = {}
         # What is registered now, per kind: public name or URI -> fingerprint of its source.
         self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}, "skills": {}}

@@ -5,7 +5,8 @@ default); an optional bearer token is compared in constant time and names the pr
 owns sessions and tasks; with OAuth (auth.resource) an access token is validated instead, or as
 well, and its subject is the principal. `authorize` says who a request is, or raises the
 Refusal whose status and WWW-Authenticate the transport sends. Rules: pure decisions over header
-values; the transport turns them into 401/403 replies.
+values; the transport turns them into 401/403 replies (`refusal` words a 403 with the
+`--allow-host` / `--allow-origin` flag that would let the request in).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from mcp_agent_kit.addresses import LOOPBACK_NAMES, is_wildcard
 from mcp_agent_kit.auth.dpop import Request
 from mcp_agent_kit.auth.resource import Refusal
 
 if TYPE_CHECKING:
     from mcp_agent_kit.auth.resource import ProtectedResource
 
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK_HOSTS = LOOPBACK_NAMES
 ANY = "*"
 
 
@@ -58,7 +60,7 @@ class Policy:
         realm: str = "mcp",
     ) -> None:
         hosts = set(LOOPBACK_HOSTS)
-        if bind_host not in ("", "0.0.0.0", "::"):
+        if not is_wildcard(bind_host):
             hosts.add(bind_host.lower())
         hosts.update(h.lower() for h in allowed_hosts or ())
         self.allowed_hosts = frozenset(hosts)
@@ -116,6 +118,24 @@ class Policy:
         except ValueError:
             return False
         return host is not None and host in self.allowed_hosts
+
+    def refusal(self, host_header: str | None, origin: str | None, what: str = "the server") -> str | None:
+        """None when Host and Origin pass; else which one was refused and the flag that allows it."""
+        if not self.host_ok(host_header):
+            name = _split_host(host_header or "")
+            if not name:
+                return "Host header missing or malformed: send Host: NAME[:PORT]"
+            return f"Host {name[:100]!r} not allowed: start {what} with --allow-host {name[:100]}"
+        if not self.origin_ok(origin):
+            shown = (origin or "").strip()[:100]
+            return f"Origin {shown!r} not allowed: start {what} with --allow-origin {shown}"
+        return None
+
+    def accepted_hosts(self) -> str:
+        """The Host names that pass, for the start-up log (`*`: any)."""
+        if ANY in self.allowed_hosts:
+            return "any Host (--allow-host '*')"
+        return "Host " + ", ".join(sorted(self.allowed_hosts)) + " (add names with --allow-host NAME)"
 
     def principal(self, authorization: str | None) -> str | None:
         """The principal a valid `Authorization: Bearer` names; None when missing or wrong.

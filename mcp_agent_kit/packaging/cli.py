@@ -27,9 +27,9 @@ from mcp_agent_kit.safefile import UnsafeFileError
 from .findings import Finding
 from .fsutil import TargetExistsError, copy_safe_tree, install_tree
 from .plugin_build import BuildError, PluginSpec, build_plugin
-from .plugin_validate import validate_plugin
+from .plugin_validate import PluginReport, validate_plugin
 from .skill_generate import GenerateError, render_skill, skeleton_skill, write_skill
-from .skill_validate import validate_skill
+from .skill_validate import skill_dirs, validate_skill
 
 OK, INVALID, USAGE = 0, 1, 2
 
@@ -52,7 +52,7 @@ def _skill_validate(args: argparse.Namespace) -> int:
     missing = _missing(args.paths)
     if missing:
         return _no_such_path(missing)
-    reports = [validate_skill(Path(p), strict=args.strict) for p in args.paths]
+    reports = [validate_skill(skill, strict=args.strict) for p in args.paths for skill in skill_dirs(Path(p))]
     valid = all(report.valid for report in reports)
     if args.json:
         print(json.dumps({"valid": valid, "skills": [r.as_dict() for r in reports]}, indent=2))
@@ -61,6 +61,8 @@ def _skill_validate(args: argparse.Namespace) -> int:
         _print_findings(report.findings, sys.stdout)
         verdict = "Valid skill" if report.valid else "Invalid skill"
         print(f"{verdict}: {report.path}")
+    if len(reports) > 1:
+        print(f"{sum(r.valid for r in reports)} of {len(reports)} skills valid")
     return OK if valid else INVALID
 
 
@@ -113,7 +115,7 @@ def _from_server(args: argparse.Namespace) -> int:
             print(finding, file=sys.stderr)
         return fail(str(exc), exc.fix, INVALID)
     except TargetExistsError as exc:
-        return fail(str(exc), code=INVALID)
+        return fail(str(exc), "give --force to replace it", INVALID)
     print(f"Installed skill '{fetched.name}' from {fetched.uri} to {target}")
     return OK
 
@@ -150,7 +152,8 @@ def skill_parser() -> Parser:
     parser = Parser(prog=prog("skill"), description="Agent Skills (SKILL.md) tools")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("validate", help="validate skill directories", description="Validate skill directories.")
-    check.add_argument("paths", nargs="+", metavar="PATH", help="a skill directory (or its SKILL.md)")
+    check.add_argument("paths", nargs="+", metavar="PATH",
+                       help="a skill directory (or its SKILL.md), or a folder of skill directories (each is checked)")
     check.add_argument("--json", action="store_true", help="machine-readable report")
     check.add_argument("--strict", action="store_true", help="also apply the kit design rules")
     check.set_defaults(run=_skill_validate)
@@ -183,6 +186,18 @@ def skill_parser() -> Parser:
 
 
 # -- plugin --------------------------------------------------------------------------------
+def plugin_summary(report: PluginReport) -> list[str]:
+    """The verdicts of `plugin validate`, one line per component, each entry with its own verdict:
+    `skills: ok (2: greet ok, search skipped)`."""
+    def component(label: str, verdict: str, entries: dict[str, str]) -> str:
+        listed = ", ".join(f"{name} {entries[name]}" for name in sorted(entries))
+        return f"{label}: {verdict}" + (f" ({len(entries)}: {listed})" if entries else "")
+
+    named = f" ({report.name})" if report.name else ""
+    return [f"plugin.json: {report.plugin}{named}", component("skills", report.skills_component, report.skills),
+            component("mcp.json servers", report.mcp_component, report.servers), f"package: {report.package}"]
+
+
 def _plugin_validate(args: argparse.Namespace) -> int:
     if _missing([args.path]):
         return _no_such_path(args.path)
@@ -191,8 +206,8 @@ def _plugin_validate(args: argparse.Namespace) -> int:
         print(json.dumps(report.as_dict(), indent=2))
         return OK if report.valid else INVALID
     _print_findings(report.findings, sys.stdout)
-    print(f"plugin: {report.plugin}; skills: {report.skills_component} {report.skills}; "
-          f"mcp: {report.mcp_component} {report.servers}; package: {report.package}")
+    for line in plugin_summary(report):
+        print(line)
     print(f"{'Valid' if report.valid else 'Invalid'} plugin: {report.root}")
     return OK if report.valid else INVALID
 

@@ -33,7 +33,7 @@ def install_tree(build: Callable[[Path], None], target: Path, *, force: bool = F
     """Run ``build(tmp_dir)`` then move ``tmp_dir`` to ``target``; return ``target``."""
     target = Path(os.path.abspath(target))
     if os.path.lexists(target) and not force:
-        raise TargetExistsError(f"{target} already exists; use --force to replace it")
+        raise TargetExistsError(f"{target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -51,7 +51,7 @@ def _swap(tmp: Path, target: Path, *, force: bool) -> None:
         os.rename(tmp, target)
         return
     if not force:
-        raise TargetExistsError(f"{target} already exists; use --force to replace it")
+        raise TargetExistsError(f"{target} already exists")
     backup = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
     backup.rmdir()
     os.rename(target, backup)

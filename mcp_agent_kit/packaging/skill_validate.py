@@ -9,7 +9,8 @@ design rules. Checks are tables: a rule id maps to its message, a field maps to 
 Files are read through safefile: SKILL.md must be a regular file inside the skill of at most
 MAX_SKILL_MD_BYTES; a symlink leaving the skill (or, in a plugin, the plugin root), a symlink to
 a directory, a FIFO, device or socket anywhere in the skill, and a skill over fsutil's entry or
-byte limits are errors, so `skill install` refuses them.
+byte limits are errors, so `skill install` refuses them. `skill_dirs` expands a folder of skills
+into its skills, so one path validates each.
 """
 
 from __future__ import annotations
@@ -307,6 +308,19 @@ def find_skill_md(directory: Path) -> tuple[Path | None, str | None]:
         return directory / SKILL_MD, None
     other = next((n for n in sorted(names) if n.lower() == SKILL_MD.lower()), None)
     return (directory / other, other) if other else (None, None)
+
+
+def skill_dirs(path: Path) -> list[Path]:
+    """The skills `path` stands for: itself when it is a skill (or anything but a directory), else
+    each visible sub-directory holding a SKILL.md, by name (a folder of skills such as
+    ~/.claude/skills); itself again when it holds none, so the report says what is missing."""
+    try:
+        if not path.is_dir() or find_skill_md(path)[0] is not None:
+            return [path]
+        children = sorted(child for child in path.iterdir() if child.is_dir() and not child.name.startswith("."))
+        return [child for child in children if find_skill_md(child)[0] is not None] or [path]
+    except OSError:  # unreadable: validate_skill reports it
+        return [path]
 
 
 def _suggested_name(flat: Path) -> str:

@@ -3,7 +3,8 @@
 Loads any server object (a dotted module or a path to a .py file, attribute `server` by
 default) and serves it on stdio or Streamable HTTP; `Server.run()` uses the same options.
 Rules: argument parsing and wiring only; bad input is one clear line on stderr (cli_common) and
-exit code 2, a port that cannot be bound exit code 1, never a traceback.
+exit code 2, a port that cannot be bound exit code 1, never a traceback. A non-loopback `--http`
+bind needs `--token` or `--oauth-issuer` (or `--insecure`), as on `a2a` (cli_common.check_public_bind).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
     Parser,
+    add_insecure_option,
     add_oauth_options,
     add_origin_options,
     add_store_options,
     add_token_options,
+    check_public_bind,
     fail,
     host_port,
     listen_failed,
@@ -40,6 +43,7 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
     add_token_options(parser, "HTTP; default $MCP_TOKEN")
     parser.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default /mcp)")
     add_origin_options(parser)
+    add_insecure_option(parser)
     add_oauth_options(parser)
     parser.add_argument("--max-message-bytes", "--max-body", dest="max_message", type=int, default=DEFAULT_MAX_MESSAGE,
                         metavar="N", help="largest message: a stdio line or an HTTP body (default 4 MiB)")
@@ -72,7 +76,13 @@ def serve(server: Any, args: argparse.Namespace, name: str) -> int:
     """Serve a Server object as the parsed options say (`name` prefixes error lines)."""
     if args.max_message < 1024:
         return fail("--max-message-bytes must be at least 1024", "give a larger N", USAGE, name)
+    tokens: dict[str, str] = {}
+    oauth = None
     try:
+        if args.http:  # the bind is judged before a store opens or anything starts
+            tokens = tokens_from(args, "MCP_TOKEN")
+            oauth = oauth_settings(args)
+            check_public_bind(args.http[0], authenticated=bool(tokens) or oauth is not None, insecure=args.insecure)
         share(server, args)
     except CliError as exc:
         return fail(exc.problem, exc.fix, exc.code, name)
@@ -82,14 +92,10 @@ def serve(server: Any, args: argparse.Namespace, name: str) -> int:
         return int(server.serve_stdio(max_line_bytes=args.max_message))
     host, port = args.http
     try:
-        tokens = tokens_from(args, "MCP_TOKEN")
-        oauth = oauth_settings(args)
-    except CliError as exc:
-        return fail(exc.problem, exc.fix, exc.code, name)
-    try:
         return int(server.serve_http(
             host, port, tokens=tokens, path=args.path, allowed_hosts=args.allow_host,
             allowed_origins=args.allow_origin, max_body=args.max_message, max_workers=args.workers, oauth=oauth,
+            insecure=args.insecure,
         ))
     except ValueError as exc:
         if oauth is None:

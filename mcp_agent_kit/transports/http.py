@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from mcp_agent_kit.addresses import is_loopback, machine_names, refuse_exposed
 from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
@@ -183,9 +184,10 @@ class McpRequestHandler(Handler):
             self._plain(404, b"not found")
             return False, None
         policy = srv.policy
-        if not policy.host_ok(self.headers.get("Host")) or not policy.origin_ok(self.headers.get("Origin")):
+        problem = policy.refusal(self.headers.get("Host"), self.headers.get("Origin"))
+        if problem is not None:
             self.close_connection = True
-            self._json_error(403, INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
+            self._json_error(403, INVALID_REQUEST, f"Forbidden: {problem}")
             return False, None
         try:
             principal = policy.authorize(self.headers.get("Authorization"), self.command, self.path,
@@ -463,6 +465,9 @@ def make_server(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 800
     policy_keys = ("allowed_hosts", "allowed_origins", "token", "tokens")
     policy_options = {key: options.pop(key) for key in policy_keys if key in options}
     oauth: OAuthSettings | ProtectedResource | None = options.pop("oauth", None)
+    options.pop("insecure", None)  # the public-bind rule is serve_http's; a built server is not refused
+    # on a wildcard bind this machine's own names pass too, as on the A2A agent (addresses.machine_names)
+    policy_options["allowed_hosts"] = [*machine_names(host), *(policy_options.get("allowed_hosts") or ())]
     policy = Policy(bind_host=host, **policy_options)
     server = McpHTTPServer((host, port), dispatcher, policy=policy, **options)
     if isinstance(oauth, OAuthSettings):
@@ -476,12 +481,20 @@ def make_server(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 800
 
 
 def serve_http(dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> int:
-    """Serve until interrupted; returns the process exit code."""
+    """Serve until interrupted; returns the process exit code. A non-loopback `host` needs
+    token=, tokens= or oauth= (or insecure=True): ValueError otherwise, before anything binds."""
+    refuse_exposed(host, options)
+    options.pop("insecure", None)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        if log.level == logging.NOTSET:
+            log.setLevel(logging.INFO)  # a normal start is news, not a warning
+
     def announce(server: McpHTTPServer) -> None:
         bound_host, bound_port = server.server_address[:2]
-        log.warning("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
+        log.info("serving MCP over Streamable HTTP at http://%s:%s%s", bound_host, bound_port, server.path)
+        if not is_loopback(str(bound_host)):
+            log.info("accepting %s", server.policy.accepted_hosts())
 
     # SIGTERM (docker stop, Kubernetes) stops accepting and lets serve_forever return: exit 0.
     return run_until_stopped(lambda: make_server(dispatcher, host, port, **options), announce)

@@ -193,10 +193,11 @@ def test_host_header_is_checked_on_loopback(metrics: Live) -> None:
 
 def test_cli_refuses_an_open_bind_without_a_token() -> None:
     from mcp_agent_kit.a2a.cli import main
+    from mcp_agent_kit.cli_common import CliError
 
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(CliError) as info:  # the front door's guard prints it as one line, exit 2
         main([METRICS, "--host", "0.0.0.0"])
-    assert info.value.code == 2
+    assert info.value.code == 2 and "--token or --oauth-issuer" in str(info.value.fix)
     assert main(["no/such/file.py:server"]) == 2
 
 

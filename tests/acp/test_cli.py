@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import SDK_AGENT, raw_agent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,3 +127,38 @@ def test_auth_required_names_the_fix_and_auth_with_env_works(tmp_path: Path) -> 
     done = kit("prompt", "--json", "--cwd", str(tmp_path), "--env", "SDK_AGENT_AUTH=1", "--auth", "key", "hi",
                "--", *SDK_AGENT)
     assert done.returncode == 0 and json.loads(done.stdout)["text"] == "echo: hi"
+
+
+def test_without_dashes_a_trailing_command_is_the_agents_and_anything_else_gets_the_hint(tmp_path: Path) -> None:
+    done = kit("prompt", "--json", "--cwd", str(tmp_path), "hello", *SDK_AGENT)  # as `probe CMD ARGS` takes it
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stopReason"] == "end_turn"
+    forgot = kit("prompt", "gemini", "--acp")  # the text forgotten too: ambiguous, so one line with the fix
+    assert forgot.returncode == 2
+    line = one_error_line(forgot)
+    assert "unrecognized arguments: --acp" in line and "put the agent's command after --" in line
+    assert "acp prompt [OPTIONS] TEXT -- CMD [ARGS...]" in line
+
+
+def test_cwd_moves_the_session_not_a_relative_command(tmp_path: Path) -> None:
+    """`--cwd DIR -- python agents/x.py`: the script is the one here, as typed; the session runs in DIR."""
+    here = Path(SDK_AGENT[1]).parent.parent  # tests/acp, so the agent is agents/sdk_agent.py from here
+    done = subprocess.run([sys.executable, "-m", "mcp_agent_kit", "acp", "prompt", "--json", "--cwd", str(tmp_path),
+                           f"write {tmp_path / 'made.txt'} hi", "--", sys.executable, "agents/sdk_agent.py"],
+                          capture_output=True, text=True, timeout=90, env=ENV, cwd=here, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "made.txt").read_text() == "hi"
+
+
+def test_anchored_makes_relative_files_absolute_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_agent_kit.acp.process import anchored
+
+    (tmp_path / "agent.py").write_text("")
+    (tmp_path / "node").write_text("")  # a file named like the program: the program is still looked up on PATH
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "elsewhere"
+    command = ["node", "agent.py", "--flag", "missing.py", "/abs/x.py", "-"]
+    assert anchored(command, str(other)) == ["node", str(tmp_path / "agent.py"), "--flag", "missing.py",
+                                             "/abs/x.py", "-"]
+    assert anchored(command, None) == command
+    assert anchored(command, str(tmp_path)) == command  # the same directory: nothing moves

@@ -201,6 +201,31 @@ def test_a_rotated_key_is_picked_up_with_one_refetch_and_made_up_kids_cost_nothi
     assert keys.fetches == 3  # one refetch per interval, however many tokens
 
 
+def test_a_key_rotated_right_after_start_is_picked_up_within_ten_seconds(keys: Keys) -> None:
+    """The default interval: an unknown kid refetches once the last fetch (here the first one, at
+    start) is 10 s old, not a minute; a flood of made-up kids still costs one fetch per 10 s."""
+    now = [1000.0]
+    cache = JwksCache(JWKS_URL, fetch=keys, clock=lambda: now[0])  # the defaults a server gets
+    check = TokenValidator(issuer=ISSUER, audience=RESOURCE, jwks=cache)
+    check.validate(token())  # the first fetch, at start
+    new = rsa_key()
+    keys.keys = [*keys.keys, public_jwk(new, "r2")]  # rotated in a moment later
+    now[0] += 9.9
+    with pytest.raises(TokenError):
+        check.validate(token(key=new, kid="r2", jti="early"))  # too soon after the first fetch
+    assert keys.fetches == 1
+    now[0] += 0.1  # 10 s after the first fetch, whatever caused it
+    assert check.validate(token(key=new, kid="r2")).subject == "alice"
+    assert keys.fetches == 2
+    for second in range(30):  # made-up kids, one every 1 s for 30 s: one fetch per 10 s
+        now[0] += 1.0
+        with pytest.raises(TokenError):
+            check.validate(token(key=new, kid=f"made-up-{second}"))
+    assert keys.fetches == 5
+    assert check.validate(token(key=new, kid="r2", jti="still")).subject == "alice"  # known: no fetch
+    assert keys.fetches == 5
+
+
 def test_a_verified_token_is_cached_and_expires_from_the_cache(keys: Keys) -> None:
     now = [time.time()]
     check = validator(keys, clock=lambda: now[0], leeway=0)

@@ -3,8 +3,11 @@ our own metrics example, and small misbehaving fakes."""
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -99,6 +102,49 @@ def test_garbage_printing_peer_is_unavailable(peer_scripts: dict[str, str]) -> N
         client.close()
     assert verdict.era == "unavailable"
     assert verdict.reason is not None and "garbage" in verdict.reason
+    assert "write logs to stderr (print(..., file=sys.stderr))" in verdict.reason
+
+
+NOISY_SERVER = """\
+print("Loading the model... done")  # a print at import: on stdout, before any JSON-RPC
+from mcp_agent_kit import Server
+
+server = Server("noisy")
+
+
+@server.tool
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    print("ping called")  # and one more in a handler, between replies
+    return "pong"
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_a_server_that_prints_at_import_is_served_with_a_hint(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    """As the official SDKs do, a stdout line that is not JSON-RPC is skipped with a warning, and
+    the warning names the fix: log to stderr."""
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY_SERVER)
+    with caplog.at_level(logging.WARNING, logger="mcp_agent_kit.client"), Client.stdio(PY, [str(script)]) as client:
+        assert client.era == "modern"
+        assert client.call_tool("ping", {})["content"][0]["text"] == "pong"
+    warned = [r.getMessage() for r in caplog.records if "not JSON-RPC" in r.getMessage()]
+    assert any("Loading the model" in text and "file=sys.stderr" in text for text in warned), warned
+
+
+def test_probe_cli_accepts_a_printing_server_and_says_to_log_to_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY_SERVER)
+    done = subprocess.run([PY, "-m", "mcp_agent_kit", "probe", "--", PY, str(script)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tools"] == ["ping"]
+    assert "write logs to stderr" in done.stderr and "print(..., file=sys.stderr)" in done.stderr
 
 
 def test_a_json_rpc_error_to_discover_is_a_clear_legacy_signal(peer_scripts: dict[str, str]) -> None:
@@ -135,8 +181,6 @@ def test_close_reaps_the_child(peer_scripts: dict[str, str]) -> None:
 
 
 def test_probe_cli_prints_json_and_exit_status(peer_scripts: dict[str, str]) -> None:
-    import json
-
     ok = subprocess.run(
         [PY, "-m", "mcp_agent_kit", "probe", "--", PY, peer_scripts["metrics"]], capture_output=True, text=True
     )

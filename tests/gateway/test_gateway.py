@@ -135,3 +135,43 @@ def _call(name: str, arguments: dict[str, object]) -> dict[str, object]:
 def test_bad_configs_are_clear_errors(data: object) -> None:
     with pytest.raises(ConfigError):
         parse_config(data)
+
+
+PRINTING_BACKEND = textwrap.dedent(
+    '''
+    print("warming up the cache...")  # a print at import, on stdout: the official SDK tolerates it
+    from mcp_agent_kit import Server
+
+    server = Server("printer")
+
+    @server.tool
+    def shout(text: str) -> str:
+        """Repeat text in capitals."""
+        return text.upper()
+
+    server.run()
+    '''
+)
+
+
+def test_the_gateway_says_the_kits_version_and_serves_a_backend_that_prints(tmp_path: Path) -> None:
+    from mcp_agent_kit import __version__
+    from tests.stdio_peer import MODERN_META
+
+    script = tmp_path / "printer.py"
+    script.write_text(PRINTING_BACKEND)
+    gateway = Gateway(parse_config({"mcpServers": {"printer": {"command": PY, "args": [str(script)]}}}))
+    try:
+        gateway.start(follow=False)
+        found = gateway.server.handle({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                       "params": {"_meta": MODERN_META}})
+        assert found is not None
+        assert found["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"] == __version__ != "0.1.0"
+        listed = gateway.server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                                        "params": {"_meta": MODERN_META}})
+        assert listed is not None and [tool["name"] for tool in listed["result"]["tools"]] == ["shout"]
+    finally:
+        gateway.close()
+    told = Gateway({}, version="2.5.0")  # unless told otherwise
+    assert told.server.version == "2.5.0"
+    told.close()

@@ -202,3 +202,55 @@ def test_skill_new_indexes_a_servers_tools(tmp_path: Path) -> None:
     assert main_skill(["validate", str(tmp_path / "metrics"), "--strict"]) == 0
     assert main_skill(["new", "other", "--desc", "Use when a. Do not use for b.", "--dir", str(tmp_path),
                        "--tools-from", str(tmp_path / "missing.py") + ":server"]) == 2
+
+
+def test_skill_validate_walks_a_folder_of_skills(
+    make_skill: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder holding skill folders (as ~/.claude/skills does) validates each of them."""
+    good = make_skill("greet", GOOD)
+    bad = make_skill("bad", BAD)
+    (good.parent / ".cache").mkdir()  # hidden folders are not skills
+    folder = good.parent
+    assert main_skill(["validate", str(folder)]) == 1  # one of them is invalid
+    out = capsys.readouterr().out
+    assert f"Valid skill: {good}" in out and f"Invalid skill: {bad}" in out
+    assert "1 of 2 skills valid" in out
+    assert main_skill(["validate", "--json", str(folder)]) == 1
+    assert [s["path"] for s in json.loads(capsys.readouterr().out)["skills"]] == [str(bad), str(good)]
+    bad.joinpath("SKILL.md").write_text(GOOD.replace("greet", "bad"))
+    assert main_skill(["validate", str(folder)]) == 0
+    empty = folder / "empty"
+    empty.mkdir()
+    assert main_skill(["validate", str(empty)]) == 1  # no skill in it at all: still named as missing
+
+
+def test_an_existing_skill_names_force_once(
+    make_skill: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = make_skill("greet", GOOD)
+    dest = tmp_path / "installed"
+    assert main_skill(["install", str(source), "--out", str(dest)]) == 0
+    capsys.readouterr()
+    assert main_skill(["install", str(source), "--out", str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("--force") == 1 and len(err.splitlines()) == 1, err
+    assert main_skill(["new", "greet", "--desc", DESC, "--out", str(dest)]) == 1
+    assert capsys.readouterr().err.count("--force") == 1
+
+
+def test_plugin_validate_prints_readable_lines(
+    make_skill: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skill = make_skill("greet", GOOD)
+    out = tmp_path / "pkg"
+    argv = ["build", "--name", "greeter", "--command", "node", "--url", "https://greet.example/mcp",
+            "--skill", str(skill), "--out", str(out)]
+    assert main_plugin(argv) == 0
+    capsys.readouterr()
+    assert main_plugin(["validate", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["plugin.json: ok (greeter)", "skills: ok (1: greet ok)",
+                     "mcp.json servers: ok (2: greeter ok, greeter-http ok)", "package: ok",
+                     f"Valid plugin: {out}"]
+    assert not any("{" in line for line in lines)  # no Python dict reprs
