@@ -384,6 +384,7 @@ class TaskEngine:
                 if job.task_id is not None and self._jobs.get(job.task_id) is job:
                     del self._jobs[job.task_id]
             job.sink.put(_END)
+            log.debug("task %s: its job ended%s", job.task_id, " (canceled)" if job.cancel.is_set() else "")
 
     def _ran(self, owner: str) -> None:
         """One of the owner's jobs ended (lock held)."""

@@ -9,6 +9,7 @@ lock around every store call); no protocol errors, only StoreError.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 
@@ -66,14 +67,17 @@ def matches(task: dict[str, Any], query: Query) -> bool:
 class MemoryStore:
     """Tasks in a dict. Finished tasks older than `ttl` seconds are evicted; at `max_tasks` the oldest
     finished task makes room, and at `max_per_owner` the owner's oldest finished task does (so one
-    principal's tasks never push out another's); when none has finished the insert is refused."""
+    principal's tasks never push out another's); when none has finished the insert is refused.
+    `clock` (epoch seconds) stamps the tasks it keeps for the `ttl`."""
 
-    def __init__(self, max_tasks: int = 10_000, ttl: float | None = 24 * 3600.0, max_per_owner: int = 1_000) -> None:
+    def __init__(self, max_tasks: int = 10_000, ttl: float | None = 24 * 3600.0, max_per_owner: int = 1_000,
+                 *, clock: Callable[[], float] = time.time) -> None:
         if max_tasks < 1 or max_per_owner < 1:
             raise ValueError("max_tasks and max_per_owner must be at least 1")
         self.max_tasks = max_tasks
         self.max_per_owner = max_per_owner
         self.ttl = ttl
+        self.clock = clock
         self._tasks: dict[str, dict[str, Any]] = {}
         self._owned: dict[Any, dict[str, None]] = {}  # owner -> task ids, oldest first
         self._last_sweep = 0.0
@@ -93,7 +97,7 @@ class MemoryStore:
         self._evict()
         if len(self._tasks) >= self.max_tasks:
             raise StoreError("the task store is full of unfinished tasks")
-        task["_updated"] = time.time()
+        task["_updated"] = self.clock()
         self._tasks[task["id"]] = task
         self._owned.setdefault(owner, {})[task["id"]] = None
 
@@ -109,7 +113,7 @@ class MemoryStore:
         return self._tasks.get(task_id)
 
     def save(self, task: dict[str, Any]) -> None:
-        task["_updated"] = time.time()
+        task["_updated"] = self.clock()
         self._tasks[task["id"]] = task
 
     def query(self, query: Query) -> tuple[list[dict[str, Any]], int]:
@@ -132,7 +136,7 @@ class MemoryStore:
     def _evict(self) -> None:
         from mcp_agent_kit.a2a.lifecycle import TERMINAL
 
-        now = time.time()
+        now = self.clock()
         if self.ttl is not None and now - self._last_sweep > min(self.ttl, 60.0):
             self._last_sweep = now
             limit = now - self.ttl

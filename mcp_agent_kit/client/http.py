@@ -63,6 +63,7 @@ class HttpChannel:
         self.sse: SseStream | None = None  # the 2024-11-05 HTTP+SSE transport, once in use
         self._opening: SseStream | None = None
         self._standalone: http.client.HTTPConnection | None = None  # the legacy session's GET stream
+        self.standalone_open = threading.Event()  # set while that GET stream is open (the server took it)
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -98,7 +99,8 @@ class HttpChannel:
     def listen_standalone(self) -> bool:
         """Keep the session's GET stream open on a background thread, for server notifications
         and requests that belong to no request of ours (list changes, resource updates). It is
-        opened again while the session lasts. False when there is no legacy session."""
+        opened again while the session lasts; `standalone_open` is set while the server holds it open
+        (what it announces from then on reaches us). False when there is no legacy session."""
         if self.session_id is None or self.sse is not None:
             return False
         with self._lock:
@@ -124,6 +126,7 @@ class HttpChannel:
                     if response.status in (404, 405):
                         return  # no such stream offered, or the session is gone
                 else:
+                    self.standalone_open.set()
                     for _, data in iter_sse(response):
                         self._dispatch(data, None)
                     pause = 1.0
@@ -131,6 +134,7 @@ class HttpChannel:
                 # AttributeError: http.client reading a response whose connection close() just took away
                 log.debug("the GET stream of %s broke: %s", self.url, exc)
             finally:
+                self.standalone_open.clear()
                 conn.close()
             time.sleep(pause)
             pause = min(pause * 2, 30.0)

@@ -17,6 +17,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class Stream:
                 self.frames.append(framed)
             if last:
                 self.done = True
-                self.finished_at = time.monotonic()
+                self.finished_at = self.log.clock()
             sink = self.sink
             if sink is not None:
                 if framed:
@@ -98,14 +99,16 @@ class Stream:
 
 
 class EventLog:
-    """The resumable streams of one session."""
+    """The resumable streams of one session; `clock` (monotonic seconds) times how long finished ones are kept."""
 
     def __init__(
-        self, max_streams: int = MAX_STREAMS, max_bytes: int = MAX_BYTES, keep_finished_s: float = KEEP_FINISHED_S
+        self, max_streams: int = MAX_STREAMS, max_bytes: int = MAX_BYTES, keep_finished_s: float = KEEP_FINISHED_S,
+        *, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_streams = max_streams
         self.max_bytes = max_bytes
         self.keep_finished_s = keep_finished_s
+        self.clock = clock
         self._streams: OrderedDict[str, Stream] = OrderedDict()
         self._ids = itertools.count(1)
         self._bytes = 0
@@ -138,7 +141,7 @@ class EventLog:
 
     def _expire(self) -> None:
         """Forget streams that finished more than keep_finished_s ago (lock held)."""
-        cutoff = time.monotonic() - self.keep_finished_s
+        cutoff = self.clock() - self.keep_finished_s
         for stream in [s for s in self._streams.values() if s.done and s.finished_at < cutoff]:
             del self._streams[stream.id]
             self._bytes -= sum(len(frame) for frame in stream.frames)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +103,10 @@ def test_memory_store_bound_and_ttl() -> None:
     store.save(done)
     store.insert(_task(9))  # the finished task makes room
     assert store.get("t000") is None and store.get("t009") is not None
-    short = MemoryStore(ttl=0.01)
+    now = [1000.0]
+    short = MemoryStore(ttl=60.0, clock=lambda: now[0])
     short.insert(_task(1))
-    time.sleep(0.05)
+    now[0] += 60.5
     short.insert(_task(2))
     assert short.get("t001") is None
 

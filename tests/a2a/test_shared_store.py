@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +61,31 @@ class Runs(Agent):
         return run
 
 
+class Scanned(MemoryStore):
+    """A MemoryStore that remembers, per thread, the latest `now` it was asked for lapsed leases at:
+    each replica's lease thread scans once a tick, after the tick before it (its failing of lapsed
+    tasks included) is over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scans: dict[int, float] = {}
+        self.scans_lock = threading.Lock()
+
+    def lapsed(self, kind: str, states: Iterable[str], now: float) -> list[Record]:
+        with self.scans_lock:
+            self.scans[threading.get_ident()] = now
+        return super().lapsed(kind, states, now)
+
+    def scanned_after(self, moment: float) -> bool:
+        """Both replicas' lease threads began a scan after `moment` (wall-clock seconds)."""
+        with self.scans_lock:
+            scans = list(self.scans.values())
+        return len(scans) == 2 and min(scans) > moment
+
+
 @pytest.fixture
 def pair() -> Iterator[tuple[TaskEngine, TaskEngine, Runs]]:
-    store = MemoryStore()
+    store = Scanned()
     agent = Runs()
     one = TaskEngine(agent, SharedTaskStore(store, "replica-1", LEASE_S))
     two = TaskEngine(agent, SharedTaskStore(store, "replica-2", LEASE_S))
@@ -137,16 +159,31 @@ def test_a_lapsed_lease_fails_the_task_once(pair: tuple[TaskEngine, TaskEngine, 
     assert wait_for(lambda: state_of(two, "orphan") == "TASK_STATE_FAILED", 3 * LEASE_S + 2)
     failed = two.get("", {"id": "orphan"})
     assert "lease expired" in failed["status"]["message"]["parts"][0]["text"]
-    time.sleep(LEASE_S)  # both replicas noticed; the compare-and-set let one write
+    assert isinstance(store, Scanned)
+    seen_failed = time.time()  # both replicas scan again after this: whatever they did about it is done
+    assert wait_for(lambda: store.scanned_after(seen_failed)), "the lease threads stopped scanning"
     statuses = [e for _, e in store.events("task:a2a_tasks:orphan") if "statusUpdate" in e]
-    assert len(statuses) == 1 and len(failed["history"]) == 1
+    assert len(statuses) == 1 and len(two.get("", {"id": "orphan"})["history"]) == 1
 
 
 def test_a_live_lease_is_renewed_and_never_failed(pair: tuple[TaskEngine, TaskEngine, Runs]) -> None:
     one, two, _ = pair
+    store = one.replicas.store if one.replicas else None
+    assert isinstance(store, Scanned)
     task = result(one.send("", msg("wait", immediately=True)))["task"]
-    time.sleep(2.5 * LEASE_S)
+
+    def waiting() -> bool:  # the job's last save ("waiting"); from then on only renewals extend its lease
+        message = two.get("", {"id": task["id"]})["status"].get("message")
+        return bool(message) and message["parts"][0]["text"] == "waiting"
+
+    assert wait_for(waiting)
+    first = store.get(KIND, task["id"])
+    assert first is not None and first.lease_until is not None
+    # Both replicas scanned for lapsed leases after the lease last written would have ended unrenewed.
+    assert wait_for(lambda: store.scanned_after(first.lease_until or 0.0), 3 * LEASE_S + 2)
     assert state_of(two, task["id"]) == "TASK_STATE_WORKING"
+    renewed = store.get(KIND, task["id"])
+    assert renewed is not None and (renewed.lease_until or 0.0) > first.lease_until
     two.cancel("", {"id": task["id"]})
 
 
@@ -170,9 +207,9 @@ def test_a_subscription_on_another_replica_sees_every_event_in_order(
     task = result(one.send("", msg("wait", immediately=True)))["task"]
     assert wait_for(lambda: state_of(two, task["id"]) == "TASK_STATE_WORKING")
     seen: list[dict[str, Any]] = []
-    follower = threading.Thread(target=lambda: seen.extend(two.subscribe("", {"id": task["id"]})))
+    events = two.subscribe("", {"id": task["id"]})  # subscribed: the task is read here, its log followed from there
+    follower = threading.Thread(target=lambda: seen.extend(events))
     follower.start()
-    time.sleep(0.2)
     one.cancel("", {"id": task["id"]})
     follower.join(5.0)
     assert not follower.is_alive()

@@ -10,7 +10,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,16 +238,22 @@ def test_cancel_resolves_a_pending_permission_and_ends_the_prompt_cancelled(make
     assert answers[1].allowed and answers[1].kind == "allow_once"
 
 
-class SlowStore(MemoryStore):
-    """Looking a session up takes a while: a cancel right behind its prompt is read before the turn starts."""
+class GatedStore(MemoryStore):
+    """Looking a session up waits for the gate: the test opens it once the cancel behind the prompt
+    was read, so the turn starts only after that."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
 
     def get(self, session_id: str) -> Session | None:
-        time.sleep(0.3)
+        assert self.gate.wait(WAIT), "the test never opened the gate"
         return super().get(session_id)
 
 
 def test_a_cancel_right_behind_the_prompt_reaches_it(make: Any) -> None:
-    agent = Agent("t", "1", store=SlowStore())
+    store = GatedStore()
+    agent = Agent("t", "1", store=store)
     saw: list[bool] = []
 
     @agent.prompt
@@ -261,7 +266,11 @@ def test_a_cancel_right_behind_the_prompt_reaches_it(make: Any) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
                        "params": {"sessionId": sid, "prompt": []}})
     cancel = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
-    client.send_raw(f"{body}\n{cancel}\n".encode())  # one write: the cancel is read right after the prompt
+    # One write: the cancel is read right after the prompt, then a line that is not JSON, answered on
+    # the reader thread in order: its answer means the cancel was handled before the turn started.
+    client.send_raw(f"{body}\n{cancel}\nnot json\n".encode())
+    assert client.receive()["error"]["code"] == -32700
+    store.gate.set()
     assert client.answer_of(1)["result"] == {"stopReason": "cancelled"}
     assert saw == [True]
 
@@ -379,7 +388,8 @@ def test_stdout_carries_only_protocol_json(tmp_path: Path) -> None:
 
 
 def test_requests_read_before_the_client_closed_its_end_are_still_answered() -> None:
-    agent = echo_agent(store=SlowStore())  # the prompt's turn starts well after end of input
+    store = GatedStore()
+    agent = echo_agent(store=store)  # the prompt's turn starts once the agent has read the end of input
     to_agent_r, to_agent_w = os.pipe()
     from_agent_r, from_agent_w = os.pipe()
     writer = os.fdopen(from_agent_w, "wb")
@@ -400,6 +410,8 @@ def test_requests_read_before_the_client_closed_its_end_are_still_answered() -> 
         to_agent.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
                                    "params": {"sessionId": sid, "prompt": [updates.text("bye")]}}).encode() + b"\n")
         to_agent.close()  # end of input right behind the prompt
+        assert agent.connection is not None and agent.connection.join(WAIT)  # the agent read it
+        store.gate.set()
         server.join(WAIT)
         replies = [json.loads(line) for line in from_agent.read().splitlines()]
     assert codes == [0]

@@ -21,7 +21,7 @@ from mcp_agent_kit.gateway.acp_backend import AcpBackend
 from tests.agents.conftest import ROOT, TASKS_META, GatewayRun
 from tests.agents.test_agents_curl import poll, start_task
 from tests.agents.test_agents_sdk import ClaimContext, Client, Tasks, types
-from tests.sdk_tasks import AnyResult, CreatedTask, TaskParams, TasksCancel
+from tests.sdk_tasks import AnyResult, CreatedTask, TaskParams, TasksCancel, TasksGet
 
 ECHO = ROOT / "examples" / "acp_echo_agent.py"
 AGENT = {"namespace": "dev", "name": "echo"}
@@ -95,7 +95,15 @@ def test_a_blocking_call_gets_the_question_and_a_cancel_stops_the_turn(
 async def _cancel(url: str) -> str:
     class Cancelling(Tasks):
         async def _resolve(self, task: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
-            await asyncio.sleep(0.3)  # let the agent get to its wait (the cancel must reach a running prompt)
+            async def waiting() -> bool:  # the agent got to its wait (the cancel must reach a running prompt)
+                got = (await ctx.session.send_request(TasksGet(params=TaskParams(task_id=task.task_id)),
+                                                      AnyResult)).model_dump(by_alias=True)
+                return "Waiting" in str(got.get("statusMessage"))
+
+            deadline = time.monotonic() + 10
+            while not await waiting():
+                assert time.monotonic() < deadline, "the agent never started waiting"
+                await asyncio.sleep(0.05)
             await ctx.session.send_request(TasksCancel(params=TaskParams(task_id=task.task_id)), AnyResult)
             return await super()._resolve(task, ctx)
 

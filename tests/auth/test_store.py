@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from mcp_agent_kit.client.oauth.store import FileStore, Registration, Token
+from tests.together import READY_THEN_WAIT, release
 
 
 def _token(resource: str, issued: float, lifetime: float | None, refresh: str | None = "r") -> Token:
@@ -45,27 +46,29 @@ def test_the_cache_reads_what_another_store_wrote(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent(
     """
-    import sys, time
+    import sys
     from pathlib import Path
     from mcp_agent_kit.client.oauth.store import FileStore, Token
 
-    path, name, count, start = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = FileStore(path)
-    time.sleep(max(0.0, start - time.time()))  # both writers begin together
+    READY_THEN_WAIT  # both writers begin together
     for i in range(count):
         store.put_token(Token(f"t{i}", "Bearer", f"https://{name}.example/mcp/{i}", "https://as.example", name))
     """
-)
+).replace("READY_THEN_WAIT", READY_THEN_WAIT)
 
 
 def test_two_processes_writing_different_keys_at_once_both_survive(tmp_path: Path) -> None:
     path, count = tmp_path / "oauth.json", 40
-    start = time.time() + 1.0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count), str(start)], env=env)
-                for name in ("one", "two")]
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count)], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for name in ("one", "two")]
+    release(writers)
     for writer in writers:
-        assert writer.wait(timeout=60) == 0
+        writer.communicate(timeout=60)
+        assert writer.returncode == 0
     saved = json.loads(path.read_text())
     kept = {(t["client_id"], t["resource"]) for t in saved["tokens"]}
     assert len(kept) == 2 * count, f"lost {2 * count - len(kept)} of {2 * count} writes"

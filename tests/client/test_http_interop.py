@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -268,9 +267,12 @@ def test_concurrent_legacy_calls_each_get_their_own_answerer(oracle_script: Path
 
     from mcp_agent_kit.client.inputs import InputAnswerer
 
+    names = [f"caller{i}" for i in range(4)]
+    together = threading.Barrier(len(names))
+
     def answerer(name: str) -> InputAnswerer:
         def answer(params: dict[str, Any]) -> dict[str, Any]:
-            time.sleep(0.2)  # keep both calls in flight together
+            together.wait(20)  # every call has its question in flight before any is answered
             return {"action": "accept", "content": {"name": name}}
 
         return InputAnswerer(elicitation=answer)
@@ -278,7 +280,6 @@ def test_concurrent_legacy_calls_each_get_their_own_answerer(oracle_script: Path
     for url in _serve(legacy_python, oracle_script, "sse"):
         with Client.http(url, elicitation=_elicit) as client:
             assert client.era == "legacy"
-            names = [f"caller{i}" for i in range(4)]
             with ThreadPoolExecutor(4) as pool:
                 texts = list(pool.map(lambda n: client.call_tool("greet", {}, inputs=answerer(n)), names))
             assert [t["content"][0]["text"] for t in texts] == [f"hello {n}" for n in names]
@@ -286,7 +287,6 @@ def test_concurrent_legacy_calls_each_get_their_own_answerer(oracle_script: Path
 
 POLLING_ORACLE = textwrap.dedent(
     """
-    import asyncio
     import itertools
     import sys
     import uvicorn
@@ -318,8 +318,7 @@ POLLING_ORACLE = textwrap.dedent(
     @app.tool()
     async def slow_report(ctx: Context) -> str:
         await ctx.report_progress(1, 2, "before")
-        await ctx.close_sse_stream()
-        await asyncio.sleep(0.3)
+        await ctx.close_sse_stream()  # what follows is kept in the event store for the client's resume
         await ctx.report_progress(2, 2, "after")
         return "finished after the stream was closed"
 

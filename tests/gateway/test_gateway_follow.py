@@ -127,7 +127,9 @@ def test_start_without_follow_keeps_the_first_picture(gateway_over: Any, tmp_pat
     gateway.start(follow=False)
     try:
         call(gateway, "grow", {"name": "extra"})
-        time.sleep(0.5)
+        backend = gateway.backends["grow"]
+        assert "extra" in [tool["name"] for tool in backend.client.list_tools()]  # the backend has it now
+        assert backend.watcher is None and backend.client.on_list_changed is None  # nothing listens for it
         assert gateway.server.get_tool("extra") is None
     finally:
         gateway.close()
@@ -199,8 +201,9 @@ def test_a_legacy_http_backend_is_followed_through_its_get_stream(tmp_path: Path
         gateway = Gateway(parse_config(config), timeout=10.0)
         gateway.start()
         try:
-            assert gateway.backends["grow"].client.era == "legacy"
-            time.sleep(0.3)  # the GET stream is open before the change happens
+            client = gateway.backends["grow"].client
+            assert client.era == "legacy"
+            assert client.channel.standalone_open.wait(10)  # the GET stream is open before the change happens
             assert call(gateway, "grow", {"name": "late"})["content"][0]["text"] == "grown"
             eventually(lambda: gateway.server.get_tool("late") is not None)
             assert call(gateway, "late", {})["content"][0]["text"] == "I am late"

@@ -87,8 +87,13 @@ class Replicas:
         return f"http://127.0.0.1:{self.ports[index]}"
 
     def log(self, index: int) -> str:
+        """The end of the replica's output (for a failure message)."""
+        return self.output(index)[-4000:]
+
+    def output(self, index: int) -> str:
+        """Everything the replica wrote so far."""
         path = self._dir / f"replica-{index}.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def index_of_pid(self, pid: int) -> int:
         """Which replica has this process id (a lease holder is `host:pid:random`)."""

@@ -34,7 +34,7 @@ from google.protobuf.json_format import MessageToDict
 from tests.store.replicas import Replicas
 from tests.store.rr_proxy import RoundRobinProxy
 
-AGENT = ["examples/a2a_tck_agent.py", "--http", "127.0.0.1:{port}"]
+AGENT = ["examples/a2a_tck_agent.py", "--http", "127.0.0.1:{port}", "--verbose"]  # verbose: a job's end is logged
 LEASE_S = 2.0
 
 
@@ -105,7 +105,9 @@ def test_created_on_one_read_and_canceled_on_others_continued_on_another(replica
         done = await three.get_task(GetTaskRequest(id=asked.id))
         texts = [MessageToDict(m)["parts"][0]["text"] for m in done.history]
         assert texts == ["hello", "Please provide more input", "hello", "Hello from TCK"]
-        await asyncio.sleep(4.5)  # the canceled job would have completed by now: it must not have
+        async def job_ended() -> bool:  # on replica 1, which runs it; had it gone on to complete, it would have
+            return f"task {task.id}: its job ended (canceled)" in replicas.output(0)
+        assert await until(job_ended, 15), "the canceled job never ended"
         assert state(await two.get_task(GetTaskRequest(id=task.id))) == "TASK_STATE_CANCELED"
         for peer in (one, two, three):
             await peer.close()

@@ -1,9 +1,9 @@
 """The Store contract across processes (sqlite and postgresql): three workers race on one store for real.
 
-Each worker (tests/store/worker.py) is its own interpreter with its own store object; they wait
-for one wall-clock instant, then race: exactly one insert wins, no compare-and-set increment is
-lost, appended events are gap-free with each appender's order kept, and a notification sent by
-one process reaches a subscriber in another.
+Each worker (tests/store/worker.py) is its own interpreter with its own store object; once all are
+ready they are released together (tests/together.py), then race: exactly one insert wins, no
+compare-and-set increment is lost, appended events are gap-free with each appender's order kept,
+and a notification sent by one process reaches a subscriber in another.
 """
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from mcp_agent_kit.store import Record, Store, open_store
 from tests.store.test_contract import Heard
+from tests.together import release
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
 def race(url: str, *jobs: list[str]) -> list[object]:
-    """Run one worker per job, all starting at the same instant; their printed results."""
-    start = time.time() + 1.2  # time for the interpreters to start and open the store
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.store.worker", url, str(start), *job],
+    """Run one worker per job, all released at once when all are ready; their printed results."""
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.store.worker", url, *job], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
              for job in jobs]
+    release(procs)
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * len(jobs), outputs
     return [json.loads(out) for out, _ in outputs]

@@ -6,7 +6,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -15,6 +14,7 @@ import pytest
 from mcp_agent_kit.store import StoreError, migrate_store, open_store
 from mcp_agent_kit.store.postgres import MIGRATIONS as PG_MIGRATIONS
 from mcp_agent_kit.store.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from tests.together import READY_THEN_WAIT, release
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -49,11 +49,12 @@ def test_migrate_prints_the_version_before_and_after(fresh_url: str) -> None:
 
 
 def test_three_processes_migrating_one_fresh_database_at_once_all_succeed_and_apply_it_once(fresh_url: str) -> None:
-    start = time.time() + 1.5  # all three wait for the same instant, then migrate
-    script = ("import sys, time; from mcp_agent_kit.__main__ import main; "
-              f"time.sleep(max(0, {start} - time.time())); sys.exit(main(['store', 'migrate', sys.argv[1]]))")
-    procs = [subprocess.Popen([sys.executable, "-c", script, fresh_url], stdout=subprocess.PIPE,
+    script = ("import sys; import mcp_agent_kit.store, mcp_agent_kit.store_cli; "
+              "from mcp_agent_kit.__main__ import main; "
+              f"{READY_THEN_WAIT}; sys.exit(main(['store', 'migrate', sys.argv[1]]))")
+    procs = [subprocess.Popen([sys.executable, "-c", script, fresh_url], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT) for _ in range(3)]
+    release(procs)  # all three migrate at once
     outputs = [proc.communicate(timeout=60) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0], outputs
     latest = LATEST["sqlite"]

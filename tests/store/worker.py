@@ -1,9 +1,10 @@
 """A store client in its own process, for the contract's cross-process races (run as `python -m tests.store.worker`).
 
-    python -m tests.store.worker URL START JOB [ARGS...]
+    python -m tests.store.worker URL JOB [ARGS...]
 
-waits until wall-clock START (so several workers race for real), then runs JOB and prints its
-result as one JSON line: `insert KEY TAG` (did this worker's insert win), `cas KEY N` (N
+opens the store, says it is ready and waits for its line on stdin (tests/together.py: the parent
+releases every worker at once, so they race for real), then runs JOB and prints its result as
+one JSON line: `insert KEY TAG` (did this worker's insert win), `cas KEY N` (N
 compare-and-set increments of body["n"], retried until each lands), `append CHANNEL TAG N` (N
 events {"by": TAG, "i": i}; the seqs it got), `notify CHANNEL PAYLOAD`.
 """
@@ -12,16 +13,17 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from mcp_agent_kit.store import Record, open_store
+from tests.together import READY
 
 
 def main(argv: list[str]) -> int:
-    url, start, job, *args = argv
+    url, job, *args = argv
     store = open_store(url)
     try:
-        time.sleep(max(0.0, float(start) - time.time()))
+        print(READY, flush=True)
+        sys.stdin.readline()
         if job == "insert":
             result: object = store.insert(Record("race", args[0], {"winner": args[1]}))
         elif job == "cas":
