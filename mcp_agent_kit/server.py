@@ -7,7 +7,8 @@ when serving stops; what it yields is `server.lifespan_value` (`ctx.lifespan` in
 A Server composes its extensions (default_extensions) into its dispatcher when it is built, so
 `handle()`, stdio and HTTP serve the same protocol. `skills(path)` publishes Agent Skills over
 the Skills extension (SEP-2640) once the kit's validator accepts them. Rules: no protocol logic here; transports are
-imported only when a server is run.
+imported only when a server is run; the extensions are cheap to build and load their machinery (task tables,
+worker pool, skill trees) when a server first uses it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from mcp_agent_kit.core.extension import Extension
 from mcp_agent_kit.core.legacy_tasks import LegacyTasksExtension
 from mcp_agent_kit.core.listen import ListenExtension
 from mcp_agent_kit.core.registry import Registry
-from mcp_agent_kit.core.skills_ext import SkillRejected, SkillsExtension
-from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskLimits
+from mcp_agent_kit.core.skills_ext import SkillsExtension
 from mcp_agent_kit.core.tasks import TasksExtension
-from mcp_agent_kit.core.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.task_mirror import Keeper
+    from mcp_agent_kit.core.task_table import TaskLimits
     from mcp_agent_kit.store.base import Store
     from mcp_agent_kit.testing import TestClient
 
@@ -38,20 +38,22 @@ Lifespan = Callable[[Any], Any]
 DEFAULT_LEASE_S = 30.0
 
 
-def default_extensions(task_limits: TaskLimits = DEFAULT_LIMITS, *, directory_read: bool = True) -> list[Extension]:
+def default_extensions(task_limits: TaskLimits | None = None, *, directory_read: bool = True) -> list[Extension]:
     """The extensions every Server offers, in every transport and in-process: subscriptions/listen,
     the 2026-07-28 tasks extension (which pushes task changes to listen streams), 2025-11-25's tasks
     and the Skills extension (declared once a skill is served; `directory_read` offers
     resources/directory/read). Both eras' tasks share one bounded worker pool of `task_limits.workers`
-    threads."""
+    threads (core.task_table.DEFAULT_LIMITS when None), built when the first task runs."""
     listen = ListenExtension()
-    pool = WorkerPool(task_limits.workers)
-    return [listen, TasksExtension(listen, limits=task_limits, pool=pool),
-            LegacyTasksExtension(limits=task_limits, pool=pool), SkillsExtension(directory_read=directory_read)]
+    tasks = TasksExtension(listen, limits=task_limits)
+    return [listen, tasks, LegacyTasksExtension(limits=task_limits, pool=tasks.lazy_pool),
+            SkillsExtension(directory_read=directory_read)]
 
 
 def skill_directories(path: Path) -> list[Path]:
     """`path` itself when it holds a SKILL.md, else its subdirectories that do (sorted)."""
+    from mcp_agent_kit.core.skill_tree import SkillRejected
+
     if (path / "SKILL.md").is_file():
         return [path]
     if not path.is_dir():
@@ -138,9 +140,7 @@ class Server(Registry):
         self._life_exit: Callable[..., Any] | None = None
         self._life_lock = threading.Lock()
         self._depth = 0
-        self.dispatcher = Dispatcher(
-            self, default_extensions(task_limits or DEFAULT_LIMITS, directory_read=directory_read)
-        )
+        self.dispatcher = Dispatcher(self, default_extensions(task_limits, directory_read=directory_read))
         self.store: Store | None = None
         self.keeper: Keeper | None = None
         if store is not None:
@@ -179,6 +179,7 @@ class Server(Registry):
         extension; returns the SKILL.md URIs (`skill://[prefix/]name/SKILL.md`). A skill that
         `skill validate` rejects, or one over 512 files or 16 MiB, raises SkillRejected naming
         every finding; nothing of it is served."""
+        from mcp_agent_kit.core.skill_tree import SkillRejected
         from mcp_agent_kit.packaging.findings import errors
         from mcp_agent_kit.packaging.skill_validate import validate_skill
 

@@ -7,7 +7,6 @@ conversion; no I/O, no era knowledge (era shaping happens in wire.mcp).
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from mcp_agent_kit.wire.jsonrpc import dumps_compact
@@ -54,6 +53,8 @@ def embedded_resource(
 
 
 def _b64(data: bytes | str) -> str:
+    import base64  # lazily: binary content is rare, server start is not
+
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 

@@ -5,13 +5,15 @@ calls `bind(dispatcher)` once when it is built and merges the returned `Contribu
 own tables: method rows keyed by (method, era), a tools/call interceptor per era, a tools/list
 annotator per era, a capabilities hook per era. `close()` runs at server shutdown. Rules: no
 contribution is added later, nothing module-level is rewritten; an extension keeps its state on
-itself and imports its heavy parts on first use, so building one costs next to nothing.
+itself and imports its heavy parts on first use (a `Lazy` holds each: a task table, a worker
+pool), so building one costs next to nothing and a server that never uses it never loads them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from mcp_agent_kit.core.call import Call, Method
 
@@ -24,6 +26,7 @@ ToolAnnotator = Callable[[Call, list[dict[str, Any]]], list[dict[str, Any]]]
 """annotate(call, tools): the tools/list page to send (new dicts for changed tools; the given ones are shared)."""
 CapabilityHook = Callable[[str, dict[str, Any]], None]
 """extend(version, capabilities): add to the ServerCapabilities offered at `version` (era in the key)."""
+T = TypeVar("T")
 
 
 class Contributions:
@@ -57,3 +60,29 @@ class Extension(Protocol):
     def close(self) -> None:
         """Server shutdown: end what is open (long-lived requests); the dispatcher may serve again."""
         ...
+
+
+class Lazy(Generic[T]):
+    """A part built on its first use, once, whichever thread asks first (an extension's task table
+    or worker pool); two extensions given the same Lazy share the one part it builds."""
+
+    __slots__ = ("_build", "_lock", "_value")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    @property
+    def built(self) -> bool:
+        """Has the part been built? (Asking builds nothing: for paths with nothing to do without it.)"""
+        return self._value is not None
+
+    def get(self) -> T:
+        value = self._value
+        if value is None:
+            with self._lock:
+                value = self._value
+                if value is None:
+                    value = self._value = self._build()
+        return value

@@ -12,7 +12,8 @@ them and count against its principal's quota, in one core.task_table.TaskTable f
 connections (so the limits hold overall); they run on a bounded core.worker_pool.WorkerPool,
 and are cancelled and dropped when their connection ends (`end_connection`: session DELETE,
 eviction or expiry, stdio EOF) or at their ttl; this module renders the 2025-11-25 shapes and
-never imports the 2026-07-28 extension (core.tasks).
+never imports the 2026-07-28 extension (core.tasks). The table and the pool (core.task_table,
+core.worker_pool) are built, and imported, when the first task is created or asked for.
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.context import InputBroker
-from mcp_agent_kit.core.extension import Contributions
-from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TERMINAL, TaskLimits, TaskRecord, TaskTable, policy_of
-from mcp_agent_kit.core.worker_pool import WorkerPool
+from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
@@ -34,6 +33,8 @@ from mcp_agent_kit.wire.mcp import LEGACY
 if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
     from mcp_agent_kit.core.task_mirror import Keeper
+    from mcp_agent_kit.core.task_table import TaskLimits, TaskRecord, TaskTable
+    from mcp_agent_kit.core.worker_pool import WorkerPool
 
 SINCE = mcp.LEGACY_TASKS_SINCE
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -61,9 +62,16 @@ def _announce(task: TaskRecord, snapshot: dict[str, Any]) -> None:
             logger().debug("could not announce task %s: %s", task.id, exc)
 
 
-def _new_table(limits: TaskLimits) -> TaskTable:
-    return TaskTable(render, limits=limits, changed=_announce,
+def _new_table(limits: TaskLimits | None) -> TaskTable:
+    from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskTable
+
+    return TaskTable(render, limits=DEFAULT_LIMITS if limits is None else limits, changed=_announce,
                      not_found=lambda task_id: "Failed to retrieve task: Task not found")
+
+
+def _may_run_as_task(registry: Any, tool: Any) -> bool:
+    """core.task_table.policy_of(registry, tool) is not None, without importing the table."""
+    return tool.long_running or tool.name in registry.task_policies
 
 
 def offered(call: Call) -> bool:
@@ -135,10 +143,28 @@ class LegacyTasksExtension:
 
     name = "legacy-tasks"
 
-    def __init__(self, *, limits: TaskLimits = DEFAULT_LIMITS, pool: WorkerPool | None = None) -> None:
+    def __init__(self, *, limits: TaskLimits | None = None, pool: WorkerPool | Lazy[WorkerPool] | None = None) -> None:
+        """limits: core.task_table.DEFAULT_LIMITS when None; pool: its own (limits.workers threads)
+        when None. Both are built when the first task needs them."""
         self.registry: Any = None
-        self.table = _new_table(limits)
-        self.pool = pool if pool is not None else WorkerPool(limits.workers)
+        self._table = Lazy(lambda: _new_table(limits))
+        self.lazy_pool: Lazy[WorkerPool] = pool if isinstance(pool, Lazy) else Lazy(
+            (lambda: pool) if pool is not None else self._new_pool)
+
+    def _new_pool(self) -> WorkerPool:
+        from mcp_agent_kit.core.worker_pool import WorkerPool
+
+        return WorkerPool(self.table.limits.workers)
+
+    @property
+    def table(self) -> TaskTable:
+        """The tasks of every connection (core.task_table.TaskTable), built on first use."""
+        return self._table.get()
+
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker pool the tasks run on, built on first use (shared with 2026-07-28's tasks in a Server)."""
+        return self.lazy_pool.get()
 
     def bind(self, dispatcher: Dispatcher) -> Contributions:
         self.registry = dispatcher.registry
@@ -169,15 +195,19 @@ class LegacyTasksExtension:
 
     def end_connection(self, conn: Connection) -> None:
         """The connection ended (session deleted, evicted or expired; stdio EOF): cancel and drop its tasks."""
+        if not self._table.built:
+            return  # no task was ever created here
         dropped = self.table.drop_owner(conn)
         if dropped:
             logger().debug("cancelled %d task(s) of a closed connection", len(dropped))
 
     def end_shared(self, conn: Connection) -> None:
         """The session was deleted: its unfinished tasks on other replicas end `cancelled` too."""
-        mirror = self.table.mirror
+        mirror = self.table.mirror if self._table.built else None  # share() builds it, to attach its mirror
         if mirror is None:
             return
+        from mcp_agent_kit.core.task_table import TERMINAL
+
         for task in mirror.owned(conn, self.table.limits.max_tasks):
             if task.status not in TERMINAL:
                 mirror.request_cancel(task.id, "cancelled", "The task was cancelled: its session ended.")
@@ -188,6 +218,8 @@ class LegacyTasksExtension:
         registry = self.registry
         if not (registry.task_policies or tool.long_running or "task" in call.params) or not offered(call):
             return None
+        from mcp_agent_kit.core.task_table import policy_of
+
         policy = policy_of(registry, tool)
         requested = call.params.get("task")
         if requested is None:
@@ -217,9 +249,13 @@ class LegacyTasksExtension:
         if not offered(call):
             return tools
         registry = self.registry
+        definitions = [registry.get_tool(tool["name"]) for tool in tools]
+        if not any(definition is not None and _may_run_as_task(registry, definition) for definition in definitions):
+            return tools  # no task-capable tool on this page
+        from mcp_agent_kit.core.task_table import policy_of
+
         annotated = []
-        for tool in tools:
-            definition = registry.get_tool(tool["name"])
+        for tool, definition in zip(tools, definitions, strict=True):
             policy = policy_of(registry, definition) if definition is not None else None
             if policy is not None:
                 tool = {**tool, "execution": {"taskSupport": "required" if policy.required else "optional"}}
@@ -229,7 +265,7 @@ class LegacyTasksExtension:
     def declare(self, version: str, capabilities: dict[str, Any]) -> None:
         """initialize declares tasks at 2025-11-25 and later, when some tool can run as one."""
         registry = self.registry
-        if version >= SINCE and any(policy_of(registry, tool) is not None for tool in registry.listing("tools")):
+        if version >= SINCE and any(_may_run_as_task(registry, tool) for tool in registry.listing("tools")):
             capabilities["tasks"] = mcp.legacy_tasks_capability()
 
     # ---- tasks/* --------------------------------------------------------------------------------
@@ -258,6 +294,7 @@ class LegacyTasksExtension:
     def _remote_end(self, task: TaskRecord, call: Call) -> TaskRecord:
         """Wait for a task another replica runs to end, reading the store (each POLL_S at most)."""
         from mcp_agent_kit.core.task_mirror import POLL_S
+        from mcp_agent_kit.core.task_table import TERMINAL
 
         cancel = call.cancel if call.cancel is not None else threading.Event()
         while task.status not in TERMINAL:
@@ -277,6 +314,8 @@ class LegacyTasksExtension:
         return result
 
     def tasks_cancel(self, call: Call) -> dict[str, Any]:
+        from mcp_agent_kit.core.task_table import TERMINAL
+
         tasks, task = self._task(call)
         if task.remote:
             ended = tasks.mirror.request_cancel(task.id, "cancelled", "The task was cancelled by request.")

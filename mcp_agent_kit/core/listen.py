@@ -9,12 +9,12 @@ only ever enqueues (it never waits for a socket). A subscriber that falls that f
 dropped: its listen ends at once (the Outbox's `abort()`, if it has one, cuts the connection;
 a listen stream is not resumable, the client listens again and re-reads the lists).
 Rules: sans-IO — it talks only to the request's Outbox and cancel flag; its state (open
-subscriptions, the shutdown flag) lives on the ListenExtension its dispatcher was built with.
+subscriptions, the shutdown flag) lives on the ListenExtension its dispatcher was built with;
+`queue` is imported by the first listen (a server start does without it).
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,8 @@ class Subscription:
     """One open listen request."""
 
     def __init__(self, id_: Any, principal: str | None) -> None:
+        import queue
+
         self.id = id_
         self.principal = principal
         self.kinds: set[str] = set()
@@ -56,6 +58,8 @@ class Subscription:
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Queue one notification; never blocks. A full queue drops the subscriber."""
+        import queue
+
         if self.overflowed.is_set():
             return
         body = dict(params or {})
@@ -116,6 +120,8 @@ class ListenExtension:
                 sub.send("notifications/resources/updated", {"uri": uri})
 
     def subscriptions_listen(self, call: Call) -> dict[str, Any]:
+        import queue
+
         if call.out is None:
             raise RpcError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen")
         wanted = call.params.get("notifications")

@@ -7,7 +7,6 @@ protocol error is an RpcError, a tool failure is an `isError` result.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +39,16 @@ _JSON_NAMES = {str: "string", dict: "object", list: "array", int: "integer"}
 
 # ---- lists and pagination -------------------------------------------------------------------
 def page_cursor(kind: str, offset: int) -> str:
+    import base64  # lazily (both): only lists longer than a page have cursors
+
     return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
 
 
 def page_offset(kind: str, cursor: Any, total: int) -> int:
     if cursor is None:
         return 0
+    import base64
+
     try:
         got_kind, _, number = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode().partition(":")
         offset = int(number)

@@ -10,7 +10,9 @@ the registry's resources in step with the files. With a skill served the extensi
 (`{}` or `{"directoryRead": true}`) with the `resources` capability; without one the methods are
 unknown (-32601). 2025-11-25 gets the same results without resultType, ttlMs and cacheScope
 (wire.mcp shaping). Rules: sans-IO apart from the trees' file reads; validation of a skill
-directory is the caller's (server.Server.skills runs the kit's validator first).
+directory is the caller's (server.Server.skills runs the kit's validator first); the trees and
+the SKILL.md reader (core.skill_tree, wire.skills) are imported when the first skill is served,
+so a server without skills never loads them.
 """
 
 from __future__ import annotations
@@ -25,15 +27,15 @@ from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.core.methods import page_cursor, page_offset
 from mcp_agent_kit.core.registry import ResourceDef, ResourceNotFound
-from mcp_agent_kit.core.skill_tree import SkillRejected, SkillTree, children
-from mcp_agent_kit.wire import mcp, skills
+from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.dispatcher import Dispatcher
     from mcp_agent_kit.core.registry import Registry
+    from mcp_agent_kit.core.skill_tree import SkillTree
 
-__all__ = ["SkillRejected", "SkillSource", "SkillsExtension"]
+__all__ = ["SkillSource", "SkillsExtension"]
 
 
 class SkillSource(Protocol):
@@ -89,6 +91,8 @@ class SkillsExtension:
     # ---- registration -------------------------------------------------------------------------------
     def add(self, directory: Path, skill_path: str) -> SkillTree:
         """Serve one (already validated) skill directory at skill://<skill_path>/SKILL.md."""
+        from mcp_agent_kit.core.skill_tree import SkillTree
+
         tree = SkillTree(directory, skill_path)
         self.add_source(tree, str(directory))
         return tree
@@ -96,6 +100,9 @@ class SkillsExtension:
     def add_source(self, source: SkillSource, label: str | None = None) -> None:
         """Serve one skill source at its URI; SkillRejected when the URI is taken or the
         frontmatter name is not the URI's final segment."""
+        from mcp_agent_kit.core.skill_tree import SkillRejected
+        from mcp_agent_kit.wire import skills
+
         name = source.frontmatter.get("name")
         if name != skills.skill_name(source.uri):
             problem = f"frontmatter name {name!r} is not the last segment of {source.uri}"
@@ -127,6 +134,8 @@ class SkillsExtension:
             return [self._trees[uri] for uri in sorted(self._trees)]
 
     def _register(self, tree: SkillSource, rel: str) -> None:
+        from mcp_agent_kit.wire import skills
+
         registry = self._registry
         assert registry is not None, "bind() first"
 
@@ -149,6 +158,8 @@ class SkillsExtension:
     def _sync(self, tree: SkillSource) -> None:
         """Re-stat one tree; follow added and removed files (and SKILL.md's name and description)
         in the registry."""
+        from mcp_agent_kit.wire import skills
+
         registry = self._registry
         assert registry is not None
         with self._sync_lock:
@@ -176,6 +187,8 @@ class SkillsExtension:
     def _declare(self, version: str, caps: dict[str, Any]) -> None:
         if not self._trees:
             return
+        from mcp_agent_kit.wire import skills
+
         caps.setdefault("resources", {"subscribe": False, "listChanged": False})
         settings: dict[str, Any] = {"directoryRead": True} if self.directory_read else {}
         caps["extensions"] = {**caps.get("extensions", {}), skills.EXTENSION: settings}
@@ -225,6 +238,9 @@ class SkillsExtension:
         return result
 
     def _children(self, uri: str) -> list[dict[str, Any]] | None:
+        from mcp_agent_kit.core.skill_tree import children
+        from mcp_agent_kit.wire import skills
+
         registry = self._registry
         assert registry is not None
         for tree in self.trees:

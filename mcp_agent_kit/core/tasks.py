@@ -8,7 +8,9 @@ with `start_task(ctx)`. Rules: no sockets and no encoding; the Server composes a
 into its dispatcher (core.extension), which keeps the tasks in a core.task_table.TaskTable (with
 its limits and per-principal quotas) and runs them on a core.worker_pool.WorkerPool (never a
 thread each), and renders their 2026-07-28 shape here; task ids are random UUIDs and a task is visible only to the
-principal that created it. 2025-11-25's tasks (core.legacy_tasks) share the table, not this module.
+principal that created it. 2025-11-25's tasks (core.legacy_tasks) share core.task_table and the pool, not this module.
+The table, the pool and core.task_table's names re-exported here load on first use (a task-capable
+tool's call, a tasks/* request, `task_tool`): a server without tasks never imports them.
 A TaskSource (add_source) keeps tasks of its own elsewhere (the gateway's agent turns, in sqlite,
 with sealed ids): its tools' task-mode calls and the tasks/* requests for ids it owns go to it,
 behind the same capability check and -32021 as every task.
@@ -22,22 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.context import Context, InputBroker, capability_declared, required_capability
-from mcp_agent_kit.core.extension import Contributions
+from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
-from mcp_agent_kit.core.task_table import (
-    DEFAULT_LIMITS,
-    DEFAULT_TTL_MS,
-    TERMINAL,
-    TRANSITIONS,
-    Policy,
-    TaskCancelled,
-    TaskLimits,
-    TaskRecord,
-    TaskTable,
-    policy_of,
-    task_tool,
-)
-from mcp_agent_kit.core.worker_pool import WorkerPool
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from mcp_agent_kit.wire.mcp import MODERN
@@ -47,6 +35,19 @@ if TYPE_CHECKING:
 
     from mcp_agent_kit.core.dispatcher import Dispatcher
     from mcp_agent_kit.core.task_mirror import Keeper
+    from mcp_agent_kit.core.task_table import (
+        DEFAULT_TTL_MS,
+        TERMINAL,
+        TRANSITIONS,
+        Policy,
+        TaskCancelled,
+        TaskLimits,
+        TaskRecord,
+        TaskTable,
+        policy_of,
+        task_tool,
+    )
+    from mcp_agent_kit.core.worker_pool import WorkerPool
 
 __all__ = [
     "DEFAULT_TTL_MS", "EXTENSION", "REQUIRED", "TERMINAL", "TRANSITIONS", "Policy", "TaskCancelled",
@@ -57,6 +58,20 @@ EXTENSION = mcp.TASKS_EXTENSION
 REQUIRED: dict[str, Any] = {"extensions": {EXTENSION: {}}}
 DEFAULT_POLL_MS = 500
 KIND = "mcp_tasks"  # the store records of these tasks (core.task_mirror)
+# core.task_table's names this module re-exports, imported when one is first asked for.
+_FROM_TABLE = frozenset(
+    {"DEFAULT_TTL_MS", "TERMINAL", "TRANSITIONS", "Policy", "TaskCancelled", "policy_of", "task_tool"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_TABLE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from mcp_agent_kit.core import task_table
+
+    value = getattr(task_table, name)
+    globals()[name] = value
+    return value
 
 
 def principal_key(principal: Any) -> str:
@@ -124,16 +139,45 @@ class TasksExtension:
     name = "tasks"
 
     def __init__(self, listen: ListenExtension | None = None, *, poll_ms: int = DEFAULT_POLL_MS,
-                 limits: TaskLimits = DEFAULT_LIMITS, pool: WorkerPool | None = None) -> None:
+                 limits: TaskLimits | None = None, pool: WorkerPool | Lazy[WorkerPool] | None = None) -> None:
+        """limits: core.task_table.DEFAULT_LIMITS when None; pool: its own (limits.workers threads)
+        when None. Both are built when the first task needs them."""
         self.listen = listen
         self.poll_ms = poll_ms
-        self.table = TaskTable(lambda task: render(task, poll_ms), limits=limits, changed=self._push)
-        self.pool = pool if pool is not None else WorkerPool(limits.workers)
-        self.lock = self.table.lock
+        self._limits = limits
+        self._table = Lazy(self._new_table)
+        self.lazy_pool: Lazy[WorkerPool] = pool if isinstance(pool, Lazy) else Lazy(
+            (lambda: pool) if pool is not None else self._new_pool)
         self.registry: Any = None
         self.sources: tuple[TaskSource, ...] = ()
         if listen is not None:
             listen.extras["taskIds"] = self._listen_task_ids
+
+    def _new_table(self) -> TaskTable:
+        from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskTable
+
+        poll_ms = self.poll_ms
+        return TaskTable(lambda task: render(task, poll_ms), changed=self._push,
+                         limits=DEFAULT_LIMITS if self._limits is None else self._limits)
+
+    def _new_pool(self) -> WorkerPool:
+        from mcp_agent_kit.core.worker_pool import WorkerPool
+
+        return WorkerPool(self.table.limits.workers)
+
+    @property
+    def table(self) -> TaskTable:
+        """The tasks (core.task_table.TaskTable), built on first use."""
+        return self._table.get()
+
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker pool the tasks run on, built on first use (shared with 2025-11-25's tasks in a Server)."""
+        return self.lazy_pool.get()
+
+    @property
+    def lock(self) -> threading.Condition:
+        return self.table.lock
 
     def bind(self, dispatcher: Dispatcher) -> Contributions:
         self.registry = dispatcher.registry
@@ -182,6 +226,8 @@ class TasksExtension:
     # ---- input_required ----------------------------------------------------------------------
     def ask(self, task: TaskRecord, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Park the task until every request is answered through tasks/update."""
+        from mcp_agent_kit.core.task_table import TaskCancelled
+
         wire_keys: dict[str, str] = {}
         lock = self.lock
         with lock:
@@ -243,6 +289,8 @@ class TasksExtension:
                 return source.start(call, arguments) if declared(call.capabilities) else None
         if not (tool.long_running or self.registry.task_policies):
             return None  # the usual call: no task anywhere in sight
+        from mcp_agent_kit.core.task_table import policy_of
+
         policy = policy_of(self.registry, tool)
         if policy is None:
             return None
@@ -279,10 +327,12 @@ class TasksExtension:
         source = self._source(call)
         if source is not None:
             return source.cancel(call)
+        from mcp_agent_kit.core import task_table
+
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
         if task.remote:
             self.table.mirror.request_cancel(task.id)
-        elif task.status not in TERMINAL:
+        elif task.status not in task_table.TERMINAL:
             self._cancel_here(task)
         return {}
 
@@ -376,6 +426,8 @@ class TaskRun:
             self.first.set_result({"resultType": "task", **render(task, self.store.poll_ms)})
 
     def _work(self) -> None:
+        from mcp_agent_kit.core.task_table import TaskCancelled
+
         outcome: dict[str, Any] | None = None
         failure: RpcError | None = None
         try:

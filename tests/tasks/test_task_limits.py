@@ -123,6 +123,16 @@ def test_running_tasks_share_a_bounded_pool_of_threads() -> None:
         assert table.wait_end(task, None) and task.status == "completed"
 
 
+def test_both_eras_share_one_pool_built_by_the_first_task() -> None:
+    server, _ = make_server(task_limits=TaskLimits(workers=3))
+    modern, legacy = tasks_of(server), server.dispatcher.extension("legacy-tasks")
+    assert not modern.lazy_pool.built and legacy.lazy_pool is modern.lazy_pool  # a plain start builds none
+    reply = call(server, Connection(principal="p"), "quick")
+    assert reply["result"]["resultType"] == "task" and modern.lazy_pool.built
+    assert legacy.pool is modern.pool and modern.pool.workers == 3
+    assert modern.pool.wait_idle(5.0)
+
+
 # ---- 2025-11-25 over HTTP ----------------------------------------------------------------------------
 class LegacySession:
     def __init__(self, running: Any) -> None:
