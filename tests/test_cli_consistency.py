@@ -240,19 +240,17 @@ def test_env_without_equals_is_a_usage_error(tmp_path: Path, capsys: pytest.Capt
     assert json.loads(config.read_text())["mcpServers"]["x"]["env"] == {"A": "b=c"}
 
 
-@pytest.mark.parametrize(("command", "warned"), [
+@pytest.mark.parametrize(("command", "said"), [
     (["python", "-m", "no_such_module_for_install_xyz"], "No module named"),
-    (["no-such-program-for-install-xyz"], "cannot run"),
-    (["python", "-c", "import sys; sys.stdin.read()"], None),
+    (["no-such-program-for-install-xyz"], "is not on PATH"),
+    (["python", "-c", "import sys; sys.stdin.read()"], "did not answer"),
 ])
-def test_a_command_that_does_not_start_is_added_with_a_warning(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], warned: str | None
+def test_a_command_that_does_not_start_is_refused_and_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], said: str
 ) -> None:
     config = tmp_path / "c.json"
-    assert install.main(["claude-desktop", "--name", "x", "--config", str(config), "--", *command]) == 0
-    assert "x" in json.loads(config.read_text())["mcpServers"]
+    assert install.main(["claude-desktop", "--name", "x", "--config", str(config), "--check-timeout", "1",
+                         "--", *command]) == 1
+    assert not config.exists()
     err = capsys.readouterr().err.splitlines()
-    if warned is None:
-        assert err == []
-    else:
-        assert len(err) == 1 and err[0].startswith("mcp-agent-kit: warning: ") and warned in err[0], err
+    assert len(err) == 1 and err[0].startswith("mcp-agent-kit: ") and said in err[0], err

@@ -2,9 +2,12 @@
 
 Rules: the Claude Desktop config is edited only when it parses; a backup with a name of its own
 (never an earlier backup's) is written first, other entries are left exactly as they were, and the
-new file replaces the old atomically. Commands are made absolute (interpreter and script paths)
-because hosts start servers from another directory, and are started once with no input for a
-bounded time: one that does not start is added anyway, with a one-line warning on stderr.
+new file replaces the old atomically. Commands are made absolute (the program found on PATH,
+interpreter and script paths) because hosts start servers from another directory and with
+another PATH; a program that cannot be found is refused. Before anything is written or printed,
+the command is started as the host would start it and must answer MCP (scaffold.start_check);
+when it does not, nothing is written and the one-line reason is the error (exit 1).
+`--no-check` skips that and says so.
 """
 
 from __future__ import annotations
@@ -23,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit.cli_common import Parser, alias, fail, prog
-
-CHECK_SECONDS = 3.0  # how long `install` lets the server command run to see that it starts
+from mcp_agent_kit.scaffold.start_check import CHECK_SECONDS, start_problem
 
 
 def claude_desktop_config_path() -> Path:
@@ -38,16 +40,26 @@ def claude_desktop_config_path() -> Path:
 
 
 def absolute_command(command: list[str]) -> list[str]:
-    """Resolve the program on PATH and make existing relative file arguments absolute."""
+    """The program as an absolute path (looked up on PATH when bare) and existing relative file arguments absolute.
+
+    ValueError when there is no command, or its program cannot be found.
+    """
     if not command:
         raise ValueError("give the server command after --, e.g. -- python -m my_agent.server")
     program = command[0]
-    if program in ("python", "python3") or Path(program).name.startswith("python"):
-        resolved = sys.executable if program in ("python", "python3") else shutil.which(program) or program
+    if program in ("python", "python3"):
+        resolved = sys.executable  # the interpreter this kit (and, usually, the server's packages) runs in
+    elif os.sep in program or (os.altsep and os.altsep in program):
+        if not Path(program).is_file():
+            raise LookupError(f"no such program: {program}; check the path")
+        resolved = str(Path(program).absolute())
     else:
-        resolved = shutil.which(program) or program
+        found = shutil.which(program)
+        if found is None:
+            raise LookupError(f"{program!r} is not on PATH; install it, or give its absolute path")
+        resolved = str(Path(found).absolute())
     args = [str(Path(a).absolute()) if not a.startswith("-") and Path(a).is_file() else a for a in command[1:]]
-    return [str(Path(resolved).absolute()) if os.sep in resolved or Path(resolved).exists() else resolved, *args]
+    return [resolved, *args]
 
 
 class ConfigError(ValueError):
@@ -99,26 +111,6 @@ def add_to_claude_desktop(
     return backup
 
 
-def start_problem(command: list[str], env: dict[str, str], seconds: float = CHECK_SECONDS) -> str | None:
-    """Start the command with no input for a bounded time; why it does not start, or None.
-
-    A stdio server given an empty stdin exits 0 (or is still running when the time is up): fine.
-    A missing program, or an exit with an error (a module that cannot be imported), is a problem.
-    It runs in the home directory, as hosts start servers elsewhere than the current directory.
-    """
-    try:
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env={**os.environ, **env}, cwd=Path.home(), timeout=seconds, check=False)
-    except subprocess.TimeoutExpired:
-        return None
-    except OSError as exc:
-        return f"cannot run {command[0]}: {exc.strerror or exc}"
-    if done.returncode == 0:
-        return None
-    said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return f"it exited with code {done.returncode}" + (f" ({said[-1].strip()})" if said else "")
-
-
 def claude_code_command(name: str, command: list[str], scope: str) -> list[str]:
     return ["claude", "mcp", "add", "--scope", scope, name, "--", *command]
 
@@ -142,7 +134,10 @@ def parser() -> Parser:
                          help="an environment variable for the server (repeatable)")
     desktop.add_argument("--force", action="store_true", help="replace an existing entry of that name")
     alias(desktop, "--replace", dest="force", action="store_true")
-    desktop.add_argument("--no-check", action="store_true", help="do not start the command briefly to check it")
+    desktop.add_argument("--no-check", action="store_true",
+                         help="write the entry without starting the command to see it answer MCP")
+    desktop.add_argument("--check-timeout", type=float, default=CHECK_SECONDS, metavar="S",
+                         help=f"seconds the server may take to answer (default {CHECK_SECONDS:g})")
     desktop.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     code = sub.add_parser("claude-code", help="print (or --run) the `claude mcp add` command",
                           description="Print (or --run) the `claude mcp add` command.")
@@ -150,7 +145,10 @@ def parser() -> Parser:
     code.add_argument("--scope", default="user", choices=["local", "project", "user"],
                       help="where Claude Code keeps it (default user)")
     code.add_argument("--run", action="store_true", help="run it instead of printing it")
-    code.add_argument("--no-check", action="store_true", help="do not start the command briefly to check it")
+    code.add_argument("--no-check", action="store_true",
+                      help="print (or run) the command without starting the server to see it answer MCP")
+    code.add_argument("--check-timeout", type=float, default=CHECK_SECONDS, metavar="S",
+                      help=f"seconds the server may take to answer (default {CHECK_SECONDS:g})")
     code.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     skill = sub.add_parser("skill", help="copy a skill directory into ~/.claude/skills/", add_help=False,
                            description="Same as `mcp-agent-kit skill install`.")
@@ -158,39 +156,52 @@ def parser() -> Parser:
     return cli
 
 
-def _warn_unless_it_starts(args: argparse.Namespace, given: list[str], command: list[str], env: dict[str, str]) -> None:
-    problem = None if args.no_check else start_problem(command, env)
-    if problem:
-        fail(f"warning: the server command does not start: {problem}",
-             f"check that `{shlex.join(given)}` runs on its own (it was added anyway)", 0)
+def _checked(args: argparse.Namespace, given: list[str], command: list[str], env: dict[str, str]) -> int | None:
+    """None when the command answers MCP (or --no-check); else the exit code after saying why, nothing written."""
+    if args.no_check:
+        return None
+    problem = start_problem(command, env, args.check_timeout)
+    if problem is None:
+        return None
+    return fail(f"the server command does not start: {problem}",
+                f"fix it and run `{shlex.join(given)}` on its own to see it answer; nothing was written "
+                f"(--no-check writes anyway)")
 
 
 def _claude_code(args: argparse.Namespace, given: list[str], command: list[str]) -> int:
     line = claude_code_command(args.name, command, args.scope)
+    failed = _checked(args, given, command, {})
+    if failed is not None:
+        return failed
     if not args.run:
         print(shlex.join(line))
-        return 0
+        return _unchecked(args, 0)
     if shutil.which("claude") is None:
         print(shlex.join(line))
         return fail("the `claude` command (Claude Code) is not on PATH",
                     "install Claude Code, or paste the command above once it is")
-    code = subprocess.call(line)
-    if code == 0:
-        _warn_unless_it_starts(args, given, command, {})
-    return code
+    return _unchecked(args, subprocess.call(line))
 
 
 def _claude_desktop(args: argparse.Namespace, given: list[str], command: list[str]) -> int:
     config = args.config or claude_desktop_config_path()
     env = dict(args.env)
+    failed = _checked(args, given, command, env)
+    if failed is not None:
+        return failed
     try:
         backup = add_to_claude_desktop(config, args.name, command, env, force=args.force)
     except ConfigError as exc:
         return fail(str(exc))
     print(f"added {args.name!r} to {config}" + (f" (backup: {backup})" if backup else ""))
     print("restart Claude Desktop to load it")
-    _warn_unless_it_starts(args, given, command, env)
-    return 0
+    return _unchecked(args, 0)
+
+
+def _unchecked(args: argparse.Namespace, code: int) -> int:
+    if args.no_check and code == 0:
+        print("not checked (--no-check): the server command was not started to see it answer", file=sys.stderr)
+    return code
 
 
 def main(argv: list[str]) -> int:
@@ -203,6 +214,8 @@ def main(argv: list[str]) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         resolved = absolute_command(command)
+    except LookupError as exc:
+        return fail(str(exc), "nothing was written")
     except ValueError as exc:
         cli.error(str(exc))
     add = _claude_code if args.host == "claude-code" else _claude_desktop

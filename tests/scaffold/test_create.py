@@ -240,7 +240,7 @@ def test_install_claude_desktop_keeps_other_entries_and_backs_up(tmp_path: Path)
     original = {"mcpServers": {"other": {"command": "x", "args": []}}, "theme": "dark"}
     config.write_text(json.dumps(original))
     code = install.main(
-        ["claude-desktop", "--name", "demo", "--config", str(config), "--", "python", "-m", "demo.server"]
+        ["claude-desktop", "--name", "demo", "--config", str(config), "--no-check", "--", "python", "-m", "demo.server"]
     )
     assert code == 0
     data = json.loads(config.read_text())
@@ -249,18 +249,20 @@ def test_install_claude_desktop_keeps_other_entries_and_backs_up(tmp_path: Path)
     assert Path(entry["command"]).is_absolute() and entry["args"] == ["-m", "demo.server"]
     backups = list(tmp_path.glob("claude_desktop_config.json.*.bak"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == original
-    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python"]) == 1
+    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--no-check",
+                         "--", "python"]) == 1
 
 
 def test_install_claude_desktop_refuses_a_malformed_config(tmp_path: Path) -> None:
     config = tmp_path / "claude_desktop_config.json"
     config.write_text("{not json")
-    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--", "python"]) == 1
+    assert install.main(["claude-desktop", "--name", "demo", "--config", str(config), "--no-check",
+                         "--", "python"]) == 1
     assert config.read_text() == "{not json" and not list(tmp_path.glob("*.bak"))
 
 
 def test_install_claude_code_prints_the_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert install.main(["claude-code", "--name", "demo", "--", "python", "-m", "demo.server"]) == 0
+    assert install.main(["claude-code", "--name", "demo", "--no-check", "--", "python", "-m", "demo.server"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("claude mcp add --scope user demo -- /") and line.endswith("-m demo.server")
 
