@@ -31,6 +31,11 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "store": ("mcp_agent_kit.store_cli", "main", "parser", "create or upgrade a shared store's schema (migrate)"),
     "auth": ("mcp_agent_kit.gateway.auth_cli", "main", "parser",
              "log in to OAuth-protected servers (login, status, logout)"),
+    "call": ("mcp_agent_kit.devtools.cli", "main_call", "call_parser", "call one tool of a server from the shell"),
+    "list": ("mcp_agent_kit.devtools.cli", "main_list", "list_parser",
+             "list a server's tools, resources and prompts"),
+    "check": ("mcp_agent_kit.devtools.check", "main", "parser", "check a server's tools against the design rules"),
+    "dev": ("mcp_agent_kit.devtools.inspector", "main", "parser", "open a server in the MCP Inspector (npx)"),
 }
 
 

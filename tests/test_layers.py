@@ -44,6 +44,8 @@ ALLOWED: dict[str, set[str]] = {
                 "acp"},  # the ACP client, for the agents-as-tools ACP backend
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
     "acp": {"acp", "wire", "safefile", "cli_common", "logs"},
+    # call / list / check / dev: front doors over the client, the loader and the design rules.
+    "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
 }
 
 

@@ -78,7 +78,8 @@ def build_store(args: argparse.Namespace) -> TaskStore:
 def parser() -> Parser:
     parser = Parser(prog=prog("a2a"), description="Serve tools as an A2A v1.0 agent.")
     parser.add_argument("target", metavar="MODULE:ATTR",
-                        help="pkg.module:attr or path/file.py:attr (an MCP Server or an a2a Agent)")
+                        help="pkg.module:attr or path/file.py:attr (an MCP Server or an a2a Agent; without :attr: the"
+                             " object named server, mcp or app, or the module's one Server)")
     parser.add_argument("--http", metavar="HOST:PORT", type=host_port,
                         help=f"bind address (default {DEFAULT_HOST}:{DEFAULT_PORT}; port 0 picks a free one)")
     alias(parser, "--host", dest="host")  # older spelling, still used by generated projects

@@ -1,7 +1,8 @@
 """cli: `mcp-agent-kit serve MODULE:ATTR [--stdio | --http HOST:PORT] [options]`.
 
-Loads any server object (a dotted module or a path to a .py file, attribute `server` by
-default) and serves it on stdio or Streamable HTTP; `Server.run()` uses the same options.
+Loads any server object (a dotted module or a path to a .py file; without `:ATTR` the object
+named `server`, `mcp` or `app`, or the module's one Server) and serves it on stdio or Streamable
+HTTP; `Server.run()` uses the same options.
 Rules: argument parsing and wiring only; bad input is one clear line on stderr (cli_common) and
 exit code 2, a port that cannot be bound exit code 1, never a traceback. A non-loopback `--http`
 bind needs `--token` or `--oauth-issuer` (or `--insecure`), as on `a2a` (cli_common.check_public_bind).
@@ -67,7 +68,9 @@ def share(server: Any, args: argparse.Namespace) -> None:
 
 def serve_parser() -> Parser:
     parser = Parser(prog=prog("serve"), description="Serve an MCP server object.")
-    parser.add_argument("target", metavar="MODULE:ATTR", help="pkg.module:attr or path/to/file.py:attr (attr: server)")
+    parser.add_argument("target", metavar="MODULE:ATTR",
+                        help="pkg.module:attr or path/to/file.py:attr (without :attr: the object named server, mcp"
+                             " or app, or the module's one Server)")
     add_serving_options(parser)
     return parser
 
