@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.locks import exclusive
 from tests.store.pg import PostgresServer, PostgresUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,14 +30,15 @@ def legacy_python() -> str:
     venv = ROOT / ".venv-mcp1"
     python = Path(configured) if configured else venv / "bin" / "python"
     complete = venv / ".installed"  # written last: a half-made venv is made again, never used
-    if not configured and not complete.exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", LEGACY_PIN],
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"could not install the legacy oracle {LEGACY_PIN}: {done.stderr.strip()[-2000:]}")
-        complete.write_text(LEGACY_PIN + "\n")
+    with exclusive(ROOT / ".venv-locks" / "mcp1"):  # pytest-xdist workers: one installs, the others wait
+        if not configured and not complete.exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            done = subprocess.run([str(python), "-m", "pip", "install", "-q", LEGACY_PIN],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                pytest.fail(f"could not install the legacy oracle {LEGACY_PIN}: {done.stderr.strip()[-2000:]}")
+            complete.write_text(LEGACY_PIN + "\n")
     version = LEGACY_PIN.partition("==")[2]
     check = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
                            capture_output=True, text=True, check=False)

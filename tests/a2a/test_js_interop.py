@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.locks import exclusive
 from tests.pinned import require_tool
 
 from .conftest import ROOT, Live
@@ -27,14 +28,15 @@ def js_dir() -> Path:
     require_tool("node", f"the JS A2A client {PIN} runs on Node >= 20")
     configured = os.environ.get("A2A_JS_DIR", "")
     folder = Path(configured) if configured else ROOT / ".venv-a2a-js"
-    if not (folder / "node_modules" / "@a2a-js" / "sdk").is_dir():
-        if configured:
-            pytest.fail(f"A2A_JS_DIR={configured} has no node_modules/@a2a-js/sdk: run npm install {PIN} there")
-        npm = require_tool("npm", f"installing {PIN}")
-        done = subprocess.run([npm, "install", "--silent", "--prefix", str(folder), PIN],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm install {PIN} failed ({done.returncode}): {done.stderr[-2000:]}")
+    with exclusive(ROOT / ".venv-locks" / "a2a-js"):  # pytest-xdist workers: one installs, the others wait
+        if not (folder / "node_modules" / "@a2a-js" / "sdk").is_dir():
+            if configured:
+                pytest.fail(f"A2A_JS_DIR={configured} has no node_modules/@a2a-js/sdk: run npm install {PIN} there")
+            npm = require_tool("npm", f"installing {PIN}")
+            done = subprocess.run([npm, "install", "--silent", "--prefix", str(folder), PIN],
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                pytest.fail(f"npm install {PIN} failed ({done.returncode}): {done.stderr[-2000:]}")
     return folder
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.locks import exclusive
 from tests.net import wait_until
 from tests.pinned import require_tool
 
@@ -59,15 +60,16 @@ def qwen_bin() -> Path:
     def installed() -> str:
         return str(json.loads(manifest.read_text()).get("version")) if manifest.is_file() else ""
 
-    if installed() != VERSION:
-        if configured:
-            pytest.fail(f"ACP_QWEN_DIR={configured} has no {PIN} (found {installed() or 'nothing'}): "
-                        f"run npm install --prefix DIR {PIN}")
-        npm = require_tool("npm", f"installing {PIN}")
-        done = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder), PIN],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0 or installed() != VERSION:
-            pytest.fail(f"npm install {PIN} failed ({done.returncode}): {done.stderr[-2000:]}")
+    with exclusive(ROOT / ".venv-locks" / "acp-qwen"):  # pytest-xdist workers: one installs, the others wait
+        if installed() != VERSION:
+            if configured:
+                pytest.fail(f"ACP_QWEN_DIR={configured} has no {PIN} (found {installed() or 'nothing'}): "
+                            f"run npm install --prefix DIR {PIN}")
+            npm = require_tool("npm", f"installing {PIN}")
+            done = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder), PIN],
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode != 0 or installed() != VERSION:
+                pytest.fail(f"npm install {PIN} failed ({done.returncode}): {done.stderr[-2000:]}")
     return folder / "node_modules" / ".bin" / "qwen"
 
 
