@@ -170,6 +170,34 @@ def test_the_turn_replays_from_its_store_from_any_sequence_number(run: Run) -> N
     assert "".join(e.get("text", "") for _, e in later) == "".join(e.get("text", "") for _, e in events[10:])
 
 
+
+def test_another_replica_shows_the_running_turn_from_its_stream() -> None:
+    from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, LiveTurn
+
+    store = MemoryStore()
+    here, there = (SharedSessionStore(store, b"s" * 32, name, own_store=False) for name in ("r1", "r2"))
+    try:
+        session, _ = here.create_session("alice", "dev/echo", lambda: "s1", None)
+        row = here.add_turn(session["id"], "alice", "m1")
+        running = LiveTurn(here, row, lambda _: None)
+        reader = LiveTurn(there, there.turn(row["id"], "alice") or {}, lambda _: None)
+        reader.catch_up()
+        assert reader.status_line("") == WORKING_TEXT
+        running.streamed("Echo:")
+        for n in range(100):
+            running.streamed(f" word{n}")
+        reader.catch_up()
+        assert reader.status_line("") == running.status_line("")
+        assert reader.status_line("").startswith("\u2026") and len(reader.status_line("")) == LINE_MAX
+        running.progress("Plan: [x] Echo the prompt")
+        running.streamed("\nFile")
+        reader.catch_up()
+        assert reader.status_line("") == "File" and reader.view.seq == 103
+    finally:
+        here.close()
+        there.close()
+
+
 if __name__ == "__main__":  # pragma: no cover - a manual measurement: python -m tests.agents.test_agents_progress
     import tempfile
 
