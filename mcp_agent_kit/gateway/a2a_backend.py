@@ -3,7 +3,8 @@
 The card is fetched at start and again by refresh() (the gateway refreshes it in the background);
 a card that cannot be had makes the agent `ready: false` with the reason, and nothing else. A turn
 is one SendStreamingMessage (with the kagent HITL extension activated) read on its own thread:
-status and artifact events become progress text, INPUT_REQUIRED becomes a Question, and the end
+status messages and replaced artifacts become status lines, an appended artifact piece is streamed
+as that piece only, INPUT_REQUIRED becomes a Question, and the end
 state with its text (the final status message's text plus the turn's artifact text, as kagent
 composes it) ends the turn. A stream that ends before the task does is followed with GetTask
 until it ends or the turn's timeout passes. Rules: speaks A2A through gateway.a2a_client only;
@@ -67,8 +68,10 @@ class _Reader:
         key = str(artifact.get("artifactId", len(self.artifacts)))
         text = parts_text(artifact.get("parts"))
         self.artifacts[key] = self.artifacts.get(key, "") + text if append else text
-        if text:
-            self.sink.progress(self.artifacts[key])
+        if text and append:  # a piece of a streamed artifact: only the new text travels
+            self.sink.streamed(text)
+        elif text:
+            self.sink.progress(text)
 
     def task(self, task: dict[str, Any]) -> None:
         self._start(task.get("id"), task.get("contextId"))

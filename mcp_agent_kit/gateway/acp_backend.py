@@ -1,15 +1,15 @@
 """gateway.acp_backend: an ACP v1 agent as an AgentBackend — a session is an ACP session, a turn one `session/prompt`.
 
-One agent process per configured entry, spawned on first use (`AcpAgent.spawn` + `initialize`),
-stopped once it has been idle for the entry's `idle` seconds, and started again by the next turn
-(acp.client respawns it and restores the session with `session/load` where the agent supports
-it). A turn runs on its own thread: `session/update`s become progress text (the agent's text so
-far, its plan, its tool activity); a `session/request_permission` is answered by the entry's
-`approve` policy — `all` allows, `reads` allows read-only tool kinds and asks about the rest,
-`ask` asks — and asking pauses the turn with a Question whose payload is the permission options
-(the prompt stays open until the answer, a cancel or the turn's timeout). An agent that dies
-mid-turn fails that turn with a clear message; the next turn starts a fresh process. Rules:
-speaks ACP through mcp_agent_kit.acp only; knows no MCP, no store.
+One agent process per configured entry, spawned on first use (`AcpAgent.spawn` + `initialize`), stopped
+once it has been idle for the entry's `idle` seconds, and started again by the next turn (acp.client
+respawns it and restores the session with `session/load` where the agent supports it). A turn runs on
+its own thread: `session/update`s become the turn's stream — each message chunk as it came (never the
+text so far: the whole is the turn's end), its plan and tool activity as status lines; a
+`session/request_permission` is answered by the entry's `approve` policy — `all` allows, `reads` allows
+read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn with a Question
+whose payload is the permission options (the prompt stays open until the answer, a cancel or the turn's
+timeout). An agent that dies mid-turn fails that turn with a clear message; the next turn starts a fresh
+process. Rules: speaks ACP through mcp_agent_kit.acp only; knows no MCP, no store.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ class _Turn:
 
     turn_id: str
     sink: ab.TurnSink | None
-    text: list[str] = field(default_factory=list)
     answered: threading.Event = field(default_factory=threading.Event)
     choice: PermissionOption | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,10 +61,9 @@ def _option_json(option: PermissionOption) -> dict[str, str]:
     return {"optionId": option.option_id, "name": option.name, "kind": option.kind}
 
 
-def progress_of(event: ev.Event, said: str, calls: dict[str, dict[str, Any]]) -> str | None:
-    """Readable progress for one update (None: nothing worth telling); `calls` are the session's merged tool calls."""
-    if isinstance(event, ev.AgentMessageChunk):
-        return said or None
+def progress_of(event: ev.Event, calls: dict[str, dict[str, Any]]) -> str | None:
+    """A status line for one update that is not reply text (None: nothing worth telling); `calls` are the
+    session's merged tool calls."""
     if isinstance(event, ev.Plan):
         marks = {"completed": "[x]", "in_progress": "[>]"}
         return "Plan: " + "; ".join(f"{marks.get(str(e.get('status')), '[ ]')} {e.get('content', '')}"
@@ -211,8 +209,11 @@ class AcpBackend:
 
     def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
         if isinstance(event, ev.AgentMessageChunk):
-            turn.text.append(event.text)
-        said = progress_of(event, "".join(turn.text), session.tool_calls)
+            chunk = event.text
+            if chunk:
+                turn.report(lambda s: s.streamed(chunk))
+            return
+        said = progress_of(event, session.tool_calls)
         if said:
             turn.report(lambda s: s.progress(said))
 

@@ -2,9 +2,9 @@
 
 The tools (gateway.agent_tools) drive an agent only through this protocol, so an A2A agent
 (gateway.a2a_backend) and an ACP agent are interchangeable. A turn runs off the caller's thread:
-`start_turn` returns at once and reports through a TurnSink — progress text, a Question when the
-agent pauses, and exactly one TurnEnd. Rules: plain data and protocols only; nothing here knows a
-wire, a store or MCP.
+`start_turn` returns at once and reports through a TurnSink — the reply as it streams (each new piece,
+never the text so far), status lines, a Question when the agent pauses, and exactly one TurnEnd. Rules:
+plain data and protocols only; nothing here knows a wire, a store or MCP.
 """
 
 from __future__ import annotations
@@ -63,8 +63,11 @@ class TurnSink(Protocol):
     def started(self, turn_id: str, context_id: str) -> None:
         """The agent accepted the turn: its id (A2A task id / ACP prompt id) and session (contextId)."""
 
+    def streamed(self, text: str) -> None:
+        """The next piece of the agent's reply as it streams (only the new text: the whole is the TurnEnd's)."""
+
     def progress(self, text: str) -> None:
-        """Readable progress: the agent's latest text, its plan or its tool activity."""
+        """A readable status line: the agent's plan, its tool activity or its status message."""
 
     def ended(self, end: TurnEnd) -> None:
         """Exactly once per start_turn/answer: finished, failed, cancelled, or paused with a question."""
@@ -75,7 +78,7 @@ class AgentBackend(Protocol):
 
     An ACP implementation (the next one to write) maps: `new_session` -> `session/new` with the
     configured cwd (and MCP servers to hand on), `start_turn` -> one `session/prompt`, its
-    `session/update`s -> `progress`, a `session/request_permission` the policy must ask about ->
+    `session/update`s -> `streamed` / `progress`, a `session/request_permission` the policy must ask about ->
     `ended(TurnEnd(INPUT_REQUIRED, question=Question(key, message, {"options": [...]})))` (the
     prompt stays open), `answer` -> the chosen option id (decline/cancel -> the reject or cancelled
     outcome), `cancel` -> `session/cancel`, `fork` -> `session/fork` when advertised

@@ -4,8 +4,9 @@ It holds the configured AgentBackends (A2A and ACP), the SessionStore, each agen
 LiveTurns of this process; with a retention (`max_age` seconds) it sweeps sessions unused that long from
 the store at start and every SWEEP_S, never one whose turn runs here. `begin` starts (or, for a retried
 `message_id`, finds) a turn; `result` shapes a turn the way invoke_agent returns it (kagent's fields);
-`render` shapes it as a task. Rules: no MCP methods or tool schemas (gateway.agent_tools); backends only
-through the AgentBackend protocol.
+`render` shapes it as a task (a running one's statusMessage folded from its stream, never its whole
+text). Rules: no MCP methods or tool schemas (gateway.agent_tools); backends only through the
+AgentBackend protocol.
 """
 
 from __future__ import annotations
@@ -269,7 +270,10 @@ class AgentService:
         row = self.store.turn(turn_id, principal)
         if row is None:
             raise ServiceError("unknown task")
-        return row, self._live(row)
+        live = self._live(row)
+        if row["status"] == "working":
+            live.catch_up()  # what the replica running it (this one or another) streamed since we last looked
+        return row, live
 
     # ---- shapes ----------------------------------------------------------------------------------
     def structured(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -282,13 +286,18 @@ class AgentService:
         return {"content": [{"type": "text", "text": json.dumps(body)}], "structuredContent": body,
                 "isError": row["state"] in ab.ERROR_STATES}
 
-    def render(self, row: dict[str, Any], principal: str | None) -> dict[str, Any]:
+    def render(self, row: dict[str, Any], principal: str | None, live: LiveTurn | None = None) -> dict[str, Any]:
+        """The turn as a task; a running turn's statusMessage is what `live` (its stream folded) says now."""
         from mcp_agent_kit.gateway.agent_questions import elicitation
+
+        message = row["message"] or WORKING_TEXT
+        if live is not None and row["status"] == "working":
+            message = live.status_line(row["message"])
 
         task: dict[str, Any] = {
             "taskId": seal_id(self.store.secret, row["id"], principal), "status": row["status"],
             "createdAt": row["created"], "lastUpdatedAt": row["updated"], "ttlMs": None, "pollIntervalMs": POLL_MS,
-            "statusMessage": row["message"] or WORKING_TEXT,
+            "statusMessage": message,
         }
         if row["status"] == "input_required" and row.get("question"):
             question = ab.Question(**json.loads(row["question"]))

@@ -2,14 +2,16 @@
 
 A session belongs to one principal and one agent; its turns are numbered in order (`seq`), each
 with its MCP status, the agent's state and text, and (while paused) the pending question; a
-checkpoint pins a session at one finished turn. Creating calls are idempotent by key (a
+checkpoint pins a session at one finished turn. A turn's stream (its reply as it came, piece by piece,
+and its status lines) is its event log: rows appended with gap-free sequence numbers (1, 2, ...), read
+back from any number; the turn's own row is written on state changes only. Creating calls are idempotent by key (a
 session-creating `message_id`, a checkpoint's or fork's `request_id`), per principal. The store
 also keeps the secret that seals task ids, so ids survive a restart. On open, a turn that was
 `working` when the process died is marked failed (a paused turn keeps its question: the agent
 still holds it). Rules: plain rows in and out; every lookup is scoped to the principal; one
 connection behind one lock; the file is created owner-only; at most `max_sessions` sessions per
-principal and `max_turns` turns per session (StoreFull beyond). `sweep` deletes sessions (their turns,
-checkpoints and idempotency keys) last used before a cutoff, never one with a working turn.
+principal and `max_turns` turns per session (StoreFull beyond). `sweep` deletes sessions (their turns and
+turn events, checkpoints and idempotency keys) last used before a cutoff, never one with a working turn.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ CREATE TABLE IF NOT EXISTS checkpoints(
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, principal TEXT NOT NULL, head_task_id TEXT NOT NULL,
   history_sequence INTEGER NOT NULL, refs TEXT NOT NULL, created TEXT NOT NULL, request_id TEXT, snapshot TEXT);
 CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_key ON checkpoints(principal, request_id);
+CREATE TABLE IF NOT EXISTS turn_events(
+  turn_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY(turn_id, seq));
 """
 
 
@@ -195,6 +199,23 @@ class SessionStore:
             self._db.execute(f"UPDATE turns SET {', '.join(f'{n}=?' for n in names)}, updated=? WHERE id=?",
                              (*values, now(), turn_id))
 
+    def append_event(self, turn_id: str, event: dict[str, Any]) -> int:
+        """Add one event to the turn's log; its sequence number (0: the store is closed, nothing kept)."""
+        with self._lock:
+            if self._closed:
+                return 0
+            row = self._db.execute("INSERT INTO turn_events(turn_id, seq, event) "
+                                   "SELECT ?, COALESCE(MAX(seq), 0) + 1, ? "
+                                   "FROM turn_events WHERE turn_id=? RETURNING seq",
+                                   (turn_id, json.dumps(event, separators=(",", ":")), turn_id)).fetchone()
+        return int(row[0])
+
+    def turn_events(self, turn_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        """The turn's events numbered above `after`, in order (at most `limit`)."""
+        rows = self._all("SELECT seq, event FROM turn_events WHERE turn_id=? AND seq>? ORDER BY seq LIMIT ?",
+                         (turn_id, after, limit))
+        return [(int(row["seq"]), json.loads(row["event"])) for row in rows]
+
     # ---- checkpoints ------------------------------------------------------------------------------
     def add_checkpoint(self, session_id: str, principal: str | None, head: dict[str, Any], refs: list[str],
                        request_id: str | None, make_snapshot: Callable[[], str | None] | None = None
@@ -245,6 +266,9 @@ class SessionStore:
             gone = [row[0] for row in rows if row[0] not in keep]
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._db.executemany("DELETE FROM turn_events WHERE turn_id IN "
+                                     "(SELECT id FROM turns WHERE session_id=?)",
+                                     [(g,) for g in gone])
                 for table, column in (("turns", "session_id"), ("checkpoints", "session_id"), ("sessions", "id")):
                     self._db.executemany(f"DELETE FROM {table} WHERE {column}=?", [(g,) for g in gone])
                 self._db.execute("COMMIT")

@@ -2,16 +2,17 @@
 
 The same rows and methods as gateway.agent_sessions.SessionStore (the one-process sqlite file), as
 records every replica sees: kind `agent_sessions` (owner = principal, group = agent), `agent_turns`
-(group = session id, order = the zero-padded seq, state = the MCP status), `agent_checkpoints`
-(group = session id); creating calls are idempotent through `idempotency` records
-(`agents:session:<principal>:<message_id>`, `agents:checkpoint:<principal>:<request_id>`,
+(group = session id, order = the zero-padded seq, state = the MCP status), `agent_checkpoints` (group =
+session id); a turn's stream is the event log `agent_turns:<turn id>` (`Store.append`: gap-free sequence
+numbers, read from any number by any replica); creating calls are idempotent through `idempotency`
+records (`agents:session:<principal>:<message_id>`, `agents:checkpoint:<principal>:<request_id>`,
 insert-if-absent, so a retry on another replica finds the first one's). A session's `seq` moves by
-compare-and-set. The secret sealing task ids is the replicas' shared one, not a per-file one. A
-working turn is leased to the replica running it and renewed by one thread; a turn whose lease
-lapsed (its replica died) is marked failed by whichever replica notices first, instead of the
-sqlite store's "failed at the next start" (other replicas' turns are running). Listing positions
-(`pos`) are opaque strings, oldest first. Rules: plain rows in and out, as SessionStore; every
-lookup a caller reaches is scoped to the principal; no protocol knowledge.
+compare-and-set. The secret sealing task ids is the replicas' shared one, not a per-file one. A working
+turn is leased to the replica running it and renewed by one thread; a turn whose lease lapsed (its
+replica died) is marked failed by whichever replica notices first, instead of the sqlite store's "failed
+at the next start" (other replicas' turns are running). Listing positions (`pos`) are opaque strings,
+oldest first. Rules: plain rows in and out, as SessionStore; every lookup a caller reaches is scoped to
+the principal; no protocol knowledge.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def _owner(principal: str | None) -> str:
 def _order() -> str:
     """Listing order: the store lists greatest first, so an inverted clock lists oldest first."""
     return f"{_TOP - time.time_ns():020d}"
+
+
+def _events_of(turn_id: str) -> str:
+    """The event-log channel of one turn's stream."""
+    return f"{TURNS}:{turn_id}"
 
 
 def _cursor(after: str) -> tuple[str, str] | None:
@@ -211,6 +217,15 @@ class SharedSessionStore:
                 return
         raise StoreError(f"turn {turn_id} keeps changing on other replicas")
 
+    def append_event(self, turn_id: str, event: dict[str, Any]) -> int:
+        """As SessionStore.append_event: one event on the turn's log (`Store.append`); its sequence number."""
+        if self._closed.is_set():
+            return 0
+        return self.store.append(_events_of(turn_id), event)
+
+    def turn_events(self, turn_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        return self.store.events(_events_of(turn_id), after, limit)
+
     # ---- checkpoints ---------------------------------------------------------------------------------
     def add_checkpoint(self, session_id: str, principal: str | None, head: dict[str, Any], refs: list[str],
                        request_id: str | None, make_snapshot: Callable[[], str | None] | None = None
@@ -253,6 +268,7 @@ class SharedSessionStore:
             if used >= cutoff or any(t.body["status"] == "working" for t in turns):
                 continue
             for turn in turns:
+                self.store.drop_events(_events_of(turn.key))
                 self.store.delete(TURNS, turn.key)
             for checkpoint in checkpoints:
                 self.store.delete(CHECKPOINTS, checkpoint.key)

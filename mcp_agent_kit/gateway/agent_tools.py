@@ -104,7 +104,7 @@ class AgentTools:
         """A turn changed: its task, as tasks/get shows it, to the owner's listens on its id (notifications/tasks)."""
         row = self.service.store.turn(live.id, live.principal)
         if row is not None:
-            snapshot = self.service.render(row, live.principal)
+            snapshot = self.service.render(row, live.principal, live)
             tasks.notify(snapshot["taskId"], live.principal, snapshot)
 
     # ---- tools --------------------------------------------------------------------------------------
@@ -137,13 +137,18 @@ class AgentTools:
         live = service.paused_turn(paused, ctx.principal) if paused else service.begin(ctx.principal, arguments)
         spec = service.specs[service.store.session_any(live.session_id)["agent"]]  # type: ignore[index]
         count = [0]
+        if paused:  # the retry of an input_required round: what came before was told in the first round
+            live.catch_up()
+        told = live.view.seq if paused else 0
 
-        def progress(message: str) -> None:
+        def progress(message: str) -> None:  # each piece of the reply, or status line, as it came
             count[0] += 1
             ctx.progress(count[0], None, message)
 
         while True:
-            end = live.wait(spec.timeout, progress, lambda: ctx.cancelled) if live.status == "working" else live.end
+            end = live.end
+            if live.status == "working":
+                end, told = live.wait(spec.timeout, progress, lambda: ctx.cancelled, told)
             row = service.store.turn(live.id, ctx.principal)
             assert row is not None
             if end is None and not live.finished and live.status != "input_required":
@@ -242,7 +247,7 @@ class AgentTools:
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         row = self.service.store.turn(live.id, call.conn.principal)
         assert row is not None
-        return {"resultType": "task", **self.service.render(row, call.conn.principal)}
+        return {"resultType": "task", **self.service.render(row, call.conn.principal, live)}
 
     def _task(self, call: Call) -> tuple[dict[str, Any], Any]:
         task_id = call.params.get("taskId")
@@ -255,8 +260,8 @@ class AgentTools:
             raise RpcError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}") from None
 
     def get(self, call: Call) -> dict[str, Any]:
-        row, _ = self._task(call)
-        return self.service.render(row, call.conn.principal)
+        row, live = self._task(call)
+        return self.service.render(row, call.conn.principal, live)
 
     def update(self, call: Call) -> dict[str, Any]:
         row, live = self._task(call)

@@ -1,12 +1,17 @@
 """gateway.agent_turns: one turn while it runs (LiveTurn), the per-agent queue (Lane), sealed task ids.
 
-A LiveTurn is the TurnSink a backend reports to: it writes each change to the store and wakes
-whoever waits on it — the completion object a blocking invoke_agent waits on (a Condition; the
-waiting worker holds no other resource, and the turn itself runs on the backend's one reader
-thread). A Lane admits at most `max_concurrent` runs of one agent (a run: a turn's start, or its
-resumption after an answer) and queues the rest in order, each showing `queued (position N)`.
-Task ids are `v1.` + base64url(JSON) + `.` + an HMAC bound to the principal, so a caller cannot
-forge or reuse another's. Rules: no MCP methods and no tools here; statuses follow core.task_table.
+A LiveTurn is the TurnSink a backend reports to. A turn is a stream: each piece of the reply (`{"text":
+piece}`) and each status line (`{"status": line}`; "" is "The agent is working.") is appended to the
+turn's event log, and the turn's row is written on state changes only (started, paused, answered,
+ended), so the bytes stored and sent grow linearly with the reply. TurnView folds the events into the
+task's `statusMessage` while it runs: the latest status line, or the last line of the reply so far, at
+most LINE_MAX characters. A LiveTurn wakes whoever waits on it — the completion object a blocking
+invoke_agent waits on (a Condition; the waiting worker holds no other resource, and the turn itself runs
+on the backend's one reader thread). A Lane admits at most `max_concurrent` runs of one agent (a run: a
+turn's start, or its resumption after an answer) and queues the rest in order, each showing `queued
+(position N)`. Task ids are `v1.` + base64url(JSON) + `.` + an HMAC bound to the principal, so a caller
+cannot forge or reuse another's. Rules: no MCP methods and no tools here; statuses follow
+core.task_table.
 """
 
 from __future__ import annotations
@@ -30,6 +35,32 @@ from mcp_agent_kit.gateway.agent_store import SharedSessionStore
 STATUS = {ab.INPUT_REQUIRED: "input_required", ab.COMPLETED: "completed", ab.CANCELED: "cancelled",
           ab.FAILED: "failed", ab.REJECTED: "failed", ab.AUTH_REQUIRED: "failed"}
 WORKING_TEXT = "The agent is working."
+LINE_MAX = 200  # a statusMessage made of reply text: its last line, at most this long
+TAIL_MAX = 4 * LINE_MAX  # how much of the reply's end the view keeps to find that line
+EVENTS_PAGE = 1000
+
+
+class TurnView:
+    """What a running turn's task shows, folded from its events (any reader, from any sequence number)."""
+
+    def __init__(self) -> None:
+        self.seq = 0  # the last event folded
+        self.tail = ""  # the end of the reply so far (bounded)
+        self.line: str | None = None  # the statusMessage the events make (None: none yet)
+
+    def fold(self, seq: int, event: dict[str, Any]) -> None:
+        """Take event number `seq` into the view (one already folded is skipped; 0 is an event kept nowhere)."""
+        if seq and seq <= self.seq:
+            return
+        self.seq = max(self.seq, seq)
+        if isinstance(event.get("status"), str):
+            self.line = event["status"] or WORKING_TEXT
+        elif isinstance(event.get("text"), str):
+            self.tail = (self.tail + event["text"])[-TAIL_MAX:]
+            lines = [line for line in self.tail.split("\n") if line.strip()]
+            if lines:
+                last = lines[-1]
+                self.line = last if len(last) <= LINE_MAX else "\u2026" + last[-(LINE_MAX - 1):]
 
 
 def _b64(data: bytes) -> str:
@@ -76,8 +107,8 @@ class LiveTurn:
         self.question: ab.Question | None = None
         self.end: ab.TurnEnd | None = None
         self.cond = threading.Condition()
-        self.progress_seq = 0  # how many progress texts arrived
-        self.progress_text = ""  # the latest
+        self.seq = 0  # the last event of the turn's log this process appended
+        self.view = TurnView()
         self.queued = False
 
     # ---- TurnSink ----------------------------------------------------------------------------------
@@ -87,13 +118,24 @@ class LiveTurn:
             self.agent_task_id = turn_id
             self.cond.notify_all()
 
+    def streamed(self, text: str) -> None:
+        self._event({"text": text})
+
     def progress(self, text: str) -> None:
-        self.store.update_turn(self.id, message=text)
+        self._event({"status": text})
+
+    def note(self, text: str) -> None:
+        """A status line of the gateway's own (queued, answered) on the turn's stream; nobody is pushed."""
+        self._event({"status": text}, push=False)
+
+    def _event(self, event: dict[str, Any], push: bool = True) -> None:
+        seq = self.store.append_event(self.id, event)
         with self.cond:
-            self.progress_seq += 1
-            self.progress_text = text
+            self.seq = max(self.seq, seq)
+            self.view.fold(seq, event)
             self.cond.notify_all()
-        self.changed()
+        if push:
+            self.changed()
 
     def ended(self, end: ab.TurnEnd) -> None:
         status = STATUS.get(end.state, "completed")
@@ -116,27 +158,50 @@ class LiveTurn:
     def resume(self) -> None:
         with self.cond:
             self.status, self.end, self.question = "working", None, None
-        self.store.update_turn(self.id, status="working", state=ab.WORKING, message="The answer was sent to the agent.",
-                               question=None)
+        answered = "The answer was sent to the agent."
+        self.store.update_turn(self.id, status="working", state=ab.WORKING, message=answered, question=None)
+        self.note(answered)
         self.changed()
 
-    def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool]) -> ab.TurnEnd | None:
-        """Block until this run ends (or pauses); progress() gets the latest progress text (updates that came
-        faster than the caller took them are coalesced), on the waiting thread and outside the lock."""
+    def status_line(self, stored: str) -> str:
+        """The running turn's statusMessage: what its stream says now, else `stored` (its row's message)."""
+        return self.view.line if self.view.line is not None else (stored or WORKING_TEXT)
+
+    def catch_up(self) -> None:
+        """Fold the events other replicas appended to this turn's log since the view's last one."""
+        while True:
+            events = self.store.turn_events(self.id, self.view.seq, EVENTS_PAGE)
+            with self.cond:
+                for seq, event in events:
+                    self.view.fold(seq, event)
+            if len(events) < EVENTS_PAGE:
+                return
+
+    def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool],
+             after: int = 0) -> tuple[ab.TurnEnd | None, int]:
+        """Block until this run ends (or pauses): (its end or None, the last event told). progress() gets each
+        event after `after` in order — a piece of the reply, or a status line ("" as WORKING_TEXT) — replayed
+        from the turn's log, on the waiting thread and outside the lock."""
         import time
 
         deadline = time.monotonic() + timeout
-        told = 0
+        told = after
         while True:
             with self.cond:
-                if self.progress_seq == told and self.end is None:
+                if self.seq <= told and self.end is None:
                     self.cond.wait(min(0.25, max(0.0, deadline - time.monotonic())))
-                end, seq, text = self.end, self.progress_seq, self.progress_text
-            if seq != told:
-                told = seq
-                progress(text)
+                end, seq = self.end, self.seq
+            while told < seq:
+                events = self.store.turn_events(self.id, told, EVENTS_PAGE)
+                for number, event in events:
+                    told = number
+                    said = event.get("text", event.get("status"))
+                    if isinstance(said, str):
+                        progress(said or WORKING_TEXT)
+                if not events:  # the store dropped them (it is closing): nothing more to tell
+                    told = seq
             if end is not None or time.monotonic() >= deadline or stop():
-                return end
+                return end, told
 
     @property
     def finished(self) -> bool:
@@ -175,7 +240,7 @@ class Lane:
             else:
                 nxt[0].queued = False
         if nxt is not None:
-            nxt[0].store.update_turn(nxt[0].id, message="")  # no longer queued: "The agent is working."
+            nxt[0].note("")  # no longer queued: "The agent is working."
             self._announce()
             nxt[1]()
 
@@ -200,4 +265,4 @@ class Lane:
         with self.lock:
             queued = [turn for turn, _ in self.waiting]
         for position, turn in enumerate(queued, 1):
-            turn.store.update_turn(turn.id, message=f"queued (position {position})")
+            turn.note(f"queued (position {position})")

@@ -69,6 +69,13 @@ def exercise(store: Any) -> list[Any]:
     out.append(store.turn(turns[0]["id"], "bob"))
     out.append(store.turn_by_message(session["id"], "m1")["seq"])
     out.append(store.turn_by_message(session["id"], "nope"))
+    # a turn's stream: gap-free numbers per turn, replayed from any number
+    out.append([store.append_event(turns[0]["id"], {"text": piece}) for piece in ("Echo:", " a", " b")])
+    out.append(store.append_event(turns[1]["id"], {"status": "Plan: [>] echo"}))
+    out.append(store.turn_events(turns[0]["id"]))
+    out.append(store.turn_events(turns[0]["id"], 1))
+    out.append(store.turn_events(turns[0]["id"], 1, 1))
+    out.append((store.turn_events(turns[1]["id"]), store.turn_events(turns[2]["id"])))
     for _ in range(4):
         store.create_session("alice", "a/b", lambda: next(ids), None)
     first = store.sessions("alice", "", 3)
@@ -85,7 +92,12 @@ def exercise(store: Any) -> list[Any]:
     out.append((len(listed), len(store.checkpoints(session["id"], "alice", listed[0]["pos"], 10))))
     out.append(store.checkpoint(point["id"], "bob"))
     keep = store.sessions("alice", "", 10)[-1]["id"]
+    streamed, _ = store.create_session("alice", "a/b", lambda: next(ids), None)
+    finished = store.add_turn(streamed["id"], "alice", "m")
+    store.append_event(finished["id"], {"text": "gone with its session"})
+    store.update_turn(finished["id"], status="completed", state="TASK_STATE_COMPLETED")
     out.append(len(store.sweep("9999", keep=[keep])))  # all but the kept one and the one with a working turn
+    out.append(store.turn_events(finished["id"]))  # swept with its session (nothing is left)
     out.append(store.session(session["id"], "alice") is not None)
     out.append(store.create_session("alice", "a/b", lambda: next(ids), "k1")[1])  # k1's session stayed
     return out
