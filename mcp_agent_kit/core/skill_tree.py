@@ -1,8 +1,8 @@
 """skill_tree: one skill directory as the Skills extension serves it — its files, sizes and digests.
 
 A SkillTree walks its directory once at registration (regular files, and symlinks to regular
-files inside it; `.git` left out), reads each file once to hash it, and keeps (stat key, size,
-digest) per file. `refresh()` re-stats the tree and re-hashes only files whose stat changed, so
+files inside it; `.git` and `__pycache__` left out), reads each file once to hash it, and keeps
+(stat key, size, digest) per file. `refresh()` re-stats the tree and re-hashes only files whose stat changed, so
 an unchanged skill is never re-read to answer a listing; `read()` serves a file's bytes, confined
 to the directory and capped, and updates its digest when the file changed since. A tree is one
 kind of skill source for core.skills_ext (core.skill_relay is the other). Rules: no protocol or
@@ -22,7 +22,7 @@ from typing import Any
 
 from mcp_agent_kit.safefile import read_bytes
 from mcp_agent_kit.wire import skills
-from mcp_agent_kit.wire.skills import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD
+from mcp_agent_kit.wire.skills import MAX_FILES, MAX_TOTAL_BYTES, NOT_SKILL_DIRS, SKILL_MD
 
 StatKey = tuple[int, int, int, int]
 
@@ -83,7 +83,7 @@ class SkillTree:
             for entry in entries:
                 st = entry.stat(follow_symlinks=False)
                 if stat.S_ISDIR(st.st_mode):
-                    if entry.name != ".git":
+                    if entry.name not in NOT_SKILL_DIRS:
                         stack.append(Path(entry.path))
                     continue
                 if stat.S_ISLNK(st.st_mode):

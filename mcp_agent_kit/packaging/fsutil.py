@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcp_agent_kit.safefile import UnsafeFileError, is_inside, kind_of, open_regular
+from mcp_agent_kit.wire.skills import NOT_SKILL_DIRS
 
 MAX_ENTRIES, MAX_TREE_BYTES = 10_000, 100 << 20  # kagent's package limits, also per skill
 _CHUNK = 1 << 16
@@ -121,7 +122,7 @@ def scan_tree(
                 elif not os.path.isfile(entry.path):
                     found.append(("special-file", rel, f"symlink {rel} points to nothing or to a special file"))
             elif stat.S_ISDIR(mode):
-                if entry.name != ".git":
+                if entry.name not in NOT_SKILL_DIRS:
                     stack.append(Path(entry.path))
             elif stat.S_ISREG(mode):
                 total += entry.stat(follow_symlinks=False).st_size
@@ -137,7 +138,7 @@ def copy_safe_tree(source: Path, destination: Path, *, root: Path | None = None)
     """Copy ``source`` into ``destination`` with no symlink and no special file (see the module rules).
 
     Raises UnsafeFileError (rule id included) on the first thing ``scan_tree`` would refuse;
-    ``.git`` directories are left out.
+    ``.git`` and ``__pycache__`` directories are left out.
     """
     problems = scan_tree(source, root=root)
     if problems:
@@ -146,7 +147,7 @@ def copy_safe_tree(source: Path, destination: Path, *, root: Path | None = None)
     bound = root if root is not None else source
     destination.mkdir(parents=True, exist_ok=True)
     for directory, dirs, files in os.walk(source):  # never follows directory symlinks
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(directory, d)))
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SKILL_DIRS and not os.path.islink(os.path.join(directory, d)))
         out_dir = destination / os.path.relpath(directory, source)
         out_dir.mkdir(exist_ok=True)
         for name in sorted(files):

@@ -19,6 +19,8 @@ from mcp_agent_kit.wire import frontmatter
 
 EXTENSION: Final = "io.modelcontextprotocol/skills"
 SKILL_MD: Final = "SKILL.md"
+# directories that are never part of a skill: version control and Python's bytecode cache
+NOT_SKILL_DIRS: Final = frozenset({".git", "__pycache__"})
 SCHEME: Final = "skill://"
 MARKDOWN: Final = "text/markdown"
 DIRECTORY_MIME: Final = "inode/directory"

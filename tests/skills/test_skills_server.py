@@ -210,3 +210,14 @@ def test_a_taken_resource_uri_refuses_the_skill_whole(tmp_path: Path) -> None:
     with pytest.raises(SkillRejected, match=r"GUIDE\.md is already served"):
         server.skills(make_skill(tmp_path))
     assert [row.uri for row in server.listing("resources")] == ["skill://pdf-tools/references/GUIDE.md"]
+
+
+def test_version_control_and_bytecode_caches_are_not_part_of_a_skill(tmp_path: Path) -> None:
+    root = make_skill(tmp_path / "skills", files={"scripts/run.py": b"print('x')\n",
+                                                  "scripts/__pycache__/run.cpython-311.pyc": b"bytecode",
+                                                  ".git/HEAD": b"ref: refs/heads/main\n"})
+    client = Server("skills-test", skills=[tmp_path / "skills"]).test_client()
+    (entry,) = client.request("skills/list")["skills"]
+    served = sorted(r["uri"].removeprefix("skill://pdf-tools/") for r in entry["resources"])
+    assert served == ["SKILL.md", "references/GUIDE.md", "scripts/run.py"]
+    assert (root / "scripts" / "__pycache__").is_dir()
