@@ -6,6 +6,8 @@ the genuine tag (junk characters, other spare bits) and of the body are refused 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -53,7 +55,7 @@ def _other_spare_bits(text: str) -> str:
     return text[:-1] + ALPHABET[ALPHABET.index(text[-1]) ^ 1]
 
 
-SPELLINGS = {
+SPELLINGS: dict[str, Callable[[str], str]] = {
     "junk appended": lambda text: text + "!",
     "junk inside": lambda text: text[:5] + "!" + text[5:],
     "other spare bits": _other_spare_bits,
@@ -66,11 +68,8 @@ SPELLINGS = {
 @pytest.mark.parametrize("part", ["body", "tag"])
 def test_other_spellings_of_the_genuine_token_are_malformed(part: str, spelling: str) -> None:
     body, tag = _genuine()
-    if part == "body":
-        token = f"{SPELLINGS[spelling](body)}.{tag}"
-    else:
-        token = f"{body}.{SPELLINGS[spelling](tag)}"
-    with pytest.raises(StateError, match="malformed|integrity check"):
+    token = f"{SPELLINGS[spelling](body)}.{tag}" if part == "body" else f"{body}.{SPELLINGS[spelling](tag)}"
+    with pytest.raises(StateError, match=r"malformed|integrity check"):
         unseal(SECRET, token, {"m": "tools/call"}, now=NOW)
 
 
@@ -88,7 +87,7 @@ def _confirming_server() -> Server:
 @pytest.mark.parametrize("case", ["genuine", *sorted(forgeries(b"0123456789"))])
 def test_a_server_answers_only_the_genuine_request_state(case: str) -> None:
     server = _confirming_server()
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     first = server.handle(modern(1, "tools/call", caps, name="confirm", arguments={}))["result"]  # type: ignore[index]
     body, tag = first["requestState"].split(".")
     sent = tag if case == "genuine" else _b64(forgeries(_unb64(tag))[case])
