@@ -104,7 +104,8 @@ class ProtectedResource:
         if jkt is None and bound is not None:
             why = "the token is DPoP-bound: send it as 'Authorization: DPoP' with a DPoP proof"
             raise Refusal(401, self.challenge("invalid_token", why), why)
-        if jkt is not None and (bound is None or not hmac.compare_digest(bound, jkt)):
+        if jkt is not None and (bound is None or not hmac.compare_digest(  # as bytes: any claim text compares
+                bound.encode("utf-8", "surrogatepass"), jkt.encode("utf-8", "surrogatepass"))):
             why = "the token is not bound to the DPoP proof's key (cnf.jkt)"
             raise Refusal(401, self.challenge("invalid_token", why, scheme="dpop"), why)
         return grant

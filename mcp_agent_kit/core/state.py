@@ -24,7 +24,12 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Strict base64url: only the alphabet, no padding, and the one spelling `_b64` writes (a
+    token with extra characters or other spare bits is refused, not read as the same token)."""
+    data = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
 
 
 def fingerprint(value: Any) -> str:

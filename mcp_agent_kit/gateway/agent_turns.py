@@ -67,6 +67,15 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
+def _unb64(text: str) -> bytes:
+    """Strict base64url: the alphabet only, and the one spelling `_b64` writes (an id with extra
+    characters or other spare bits is refused, not read as the same id)."""
+    data = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
+
+
 def seal_id(secret: bytes, turn_id: str, principal: str | None) -> str:
     body = _b64(json.dumps({"t": turn_id}, separators=(",", ":")).encode())
     mac = hmac.new(secret, f"{body}|{principal or ''}".encode(), hashlib.sha256).digest()[:18]
@@ -75,16 +84,17 @@ def seal_id(secret: bytes, turn_id: str, principal: str | None) -> str:
 
 def open_id(secret: bytes, task_id: Any, principal: str | None) -> str | None:
     """The turn id inside a sealed task id, or None if it is malformed, forged or someone else's."""
-    if not isinstance(task_id, str) or task_id.count(".") != 2 or not task_id.startswith("v1."):
+    if not (isinstance(task_id, str) and task_id.isascii() and task_id.startswith("v1.") and task_id.count(".") == 2):
         return None
     _, body, mac = task_id.split(".")
     want = hmac.new(secret, f"{body}|{principal or ''}".encode(), hashlib.sha256).digest()[:18]
     try:
-        given = base64.urlsafe_b64decode(mac + "=" * (-len(mac) % 4))
-        payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        if not hmac.compare_digest(want, _unb64(mac)):
+            return None
+        payload = json.loads(_unb64(body))  # parsed only once the MAC says we wrote it
     except (ValueError, binascii.Error):
         return None
-    if not hmac.compare_digest(want, given) or not isinstance(payload, dict):
+    if not isinstance(payload, dict):
         return None
     turn = payload.get("t")
     return turn if isinstance(turn, str) else None

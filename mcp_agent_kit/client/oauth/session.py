@@ -264,7 +264,8 @@ class OAuth:
             self.send.check(endpoint)  # the browser (or the headless redirect) goes there: the same rules
         answer = self.redirector.authorize(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
         self._check_iss(found, answer.get("iss"))
-        if not secrets.compare_digest(answer.get("state", ""), state):
+        # as bytes: a str with non-ASCII characters would make compare_digest raise TypeError
+        if not secrets.compare_digest(str(answer.get("state", "")).encode("utf-8", "surrogatepass"), state.encode()):
             raise OAuthError("the authorization response's state does not match the request's: refusing it")
         if answer.get("error"):
             raise OAuthError(f"the authorization server refused: {answer['error']}"
