@@ -81,22 +81,27 @@ def backup_copy(config: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+def loaded_config(config: Path, name: str, *, force: bool) -> dict[str, Any]:
+    """The config as it is ({} when absent); ConfigError when it cannot take an entry named `name`."""
+    if not config.exists():
+        return {}
+    try:
+        loaded = json.loads(config.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{config} is not valid JSON ({exc}); fix it first, nothing was written") from exc
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("mcpServers", {}), dict):
+        raise ConfigError(f"{config} does not hold a JSON object with an mcpServers object; nothing was written")
+    if name in loaded.get("mcpServers", {}) and not force:
+        raise ConfigError(f"{config} already has a server named {name!r}; give --force to replace it")
+    return loaded
+
+
 def add_to_claude_desktop(
     config: Path, name: str, command: list[str], env: dict[str, str] | None = None, *, force: bool = False
 ) -> Path | None:
     """Add (or with force, replace) one server entry; returns the backup path, if any."""
-    data: dict[str, Any] = {}
-    if config.exists():
-        try:
-            loaded = json.loads(config.read_text(encoding="utf-8") or "{}")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{config} is not valid JSON ({exc}); fix it first, nothing was written") from exc
-        if not isinstance(loaded, dict) or not isinstance(loaded.get("mcpServers", {}), dict):
-            raise ConfigError(f"{config} does not hold a JSON object with an mcpServers object; nothing was written")
-        data = loaded
+    data = loaded_config(config, name, force=force)
     servers = data.setdefault("mcpServers", {})
-    if name in servers and not force:
-        raise ConfigError(f"{config} already has a server named {name!r}; give --force to replace it")
     entry: dict[str, Any] = {"command": command[0], "args": command[1:]}
     if env:
         entry["env"] = env
@@ -186,6 +191,10 @@ def _claude_code(args: argparse.Namespace, given: list[str], command: list[str])
 def _claude_desktop(args: argparse.Namespace, given: list[str], command: list[str]) -> int:
     config = args.config or claude_desktop_config_path()
     env = dict(args.env)
+    try:
+        loaded_config(config, args.name, force=args.force)  # a config it cannot change refuses before any start
+    except ConfigError as exc:
+        return fail(str(exc))
     failed = _checked(args, given, command, env)
     if failed is not None:
         return failed
