@@ -32,7 +32,10 @@ FORBIDDEN: dict[str, set[str]] = {
 ALLOWED: dict[str, set[str]] = {
     "wire": {"wire"},
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
-    "client": {"client", "wire", "auth"},
+    "client": {"client", "wire", "auth", "process"},
+    # The one child-process manager (process group, minimal environment, SIGTERM then SIGKILL): the
+    # lowest layer that may do I/O, below both client/ and acp/, so every spawned peer goes through it.
+    "process": {"process"},
     # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
     "auth": {"auth"},
     # Records that outlive a request, for one or many replicas: no protocol, nothing of ours.
@@ -43,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
                 "a2a",  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
                 "acp"},  # the ACP client, for the agents-as-tools ACP backend
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
-    "acp": {"acp", "wire", "safefile", "cli_common", "logs"},
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process"},
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
 }

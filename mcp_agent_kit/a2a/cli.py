@@ -134,7 +134,7 @@ def acp_main(argv: list[str]) -> int:
     from mcp_agent_kit.a2a.acp_bridge import AcpBridge
     from mcp_agent_kit.acp.client import AcpAgent
     from mcp_agent_kit.acp.errors import AcpError
-    from mcp_agent_kit.acp.process import anchored
+    from mcp_agent_kit.process import anchored
 
     ours, command = _split_acp(argv)
     cli = acp_parser()

@@ -26,9 +26,9 @@ from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
 from mcp_agent_kit.acp.errors import AcpError, NotSupported
 from mcp_agent_kit.acp.permissions import POLICIES, Ask, DenyAll, PermissionOption, PermissionRequest, Policy
-from mcp_agent_kit.acp.process import anchored
 from mcp_agent_kit.acp.session import Session, TurnResult
 from mcp_agent_kit.cli_common import FAILED, OK, USAGE, CliError, Parser, fail, prog
+from mcp_agent_kit.process import anchored
 from mcp_agent_kit.wire import acp as wire
 
 CANCELLED_OR_REFUSED = 3

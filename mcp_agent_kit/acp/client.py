@@ -8,7 +8,8 @@ what the agent advertised, never on versions. The agent's own requests are serve
 `session/request_permission` by the `Policy`, `fs/*` and `terminal/*` confined to the session's
 directories. When the agent dies, the next use of a session respawns it, re-initializes,
 re-authenticates, and tries `session/load` before falling back to `session/new`. Every wait is
-bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.files) and the acp modules.
+bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.files), `process` (the one
+child-process manager) and the acp modules.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from mcp_agent_kit.acp import files
 from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout, RpcError
 from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported
 from mcp_agent_kit.acp.permissions import DenyAll, PermissionOption, PermissionRequest, Policy, parse_options, selected
-from mcp_agent_kit.acp.process import AgentProcess, SpawnError
 from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.acp.terminals import Terminals
+from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import acp as wire
 
 MAX_EARLY = 1000
@@ -101,7 +102,7 @@ class AcpAgent:
         self.auth_method: str | None = None
         self.sessions: dict[str, Session] = {}
         self.generation = 0
-        self.process: AgentProcess | None = None
+        self.process: PeerProcess | None = None
         self._connection: Connection | None = None
         self._early: dict[str, list[ev.Event]] = {}
         self._lock = threading.Lock()  # guards sessions and early updates (the reader thread takes it)
@@ -141,7 +142,7 @@ class AcpAgent:
     def start(self) -> None:
         """Spawn the agent process and start reading it (a new generation: old sessions need restoring)."""
         try:
-            self.process = process = AgentProcess(self.argv, env=self.env, cwd=self.cwd)
+            self.process = process = PeerProcess(self.argv, env=self.env, cwd=self.cwd)
         except SpawnError as exc:
             raise AcpError(str(exc)) from None
         self.generation += 1
@@ -166,12 +167,12 @@ class AcpAgent:
                          daemon=True).start()
 
     @staticmethod
-    def _exit_reason(process: AgentProcess) -> str:
+    def _exit_reason(process: PeerProcess) -> str:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.popen.wait(1.0)
         return "the agent " + process.describe_exit()
 
-    def _watch_exit(self, process: AgentProcess, connection: Connection) -> None:
+    def _watch_exit(self, process: PeerProcess, connection: Connection) -> None:
         """When the agent exits but something of its group keeps stdout open, end the group."""
         process.popen.wait()
         if connection.join(1.0):

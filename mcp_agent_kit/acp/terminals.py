@@ -5,7 +5,8 @@ session's roots (its cwd by default), with stdout and stderr merged into one buf
 only the last `outputByteLimit` bytes (capped by the client's own limit), truncated from the
 start at a character boundary as the spec says. `wait_for_exit` is bounded; `kill` ends the
 group and keeps the id; `release` kills and forgets it; `close_all` ends every one. Rules: knows
-the terminal methods' params and results only; imports `wire`, `acp.connection`, `acp.files`.
+the terminal methods' params and results only; imports `wire`, `acp.connection`, `acp.files` and
+`process` (its minimal environment).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from mcp_agent_kit.acp.connection import RpcError
 from mcp_agent_kit.acp.files import Roots
-from mcp_agent_kit.acp.process import minimal_environment
+from mcp_agent_kit.process import minimal_environment
 from mcp_agent_kit.wire import acp as wire
 
 MAX_OUTPUT = 1 << 20

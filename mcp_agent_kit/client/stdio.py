@@ -1,11 +1,14 @@
 """stdio: a client Channel to an MCP server run as a child process (newline-delimited JSON-RPC).
 
-Spawns the command with its args, env and cwd; a reader thread matches replies to waiting
+Spawns the command with its args, env and cwd through the kit's one child-process manager
+(mcp_agent_kit.process: its own process group; a minimal environment plus the config's `env`, as
+the MCP hosts and the official SDK's get_default_environment() do); a reader thread matches replies to waiting
 requests, hands notifications and (legacy) server requests to the client's callbacks (a stdout
 line that is not JSON-RPC, such as a print at import, is skipped with a warning telling the
-server to log to stderr; a request answered only by such lines fails as "garbage"), and a
-second thread keeps the last bytes of stderr for error messages and logs its lines. Close shuts
-down politely: stdin closed, a grace period, then terminate, then kill. Rules: no protocol
+server to log to stderr; a request answered only by such lines fails as "garbage"), and the
+process's stderr thread keeps the last bytes of stderr for error messages and logs its lines.
+Close shuts down politely: stdin closed, a grace period, then SIGTERM, then SIGKILL, each to the
+whole process group, so what the server started ends with it. Rules: no protocol
 decisions; peer failures become probe Failures ("exited", "timeout", "garbage"), never
 exceptions; what the peer writes reaches the log only through its LineLimiter (client.loglimit:
 a bounded number of lines a second, each truncated), so a flooding peer cannot flood the log.
@@ -15,15 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.loglimit import MAX_CHARS, LineLimiter
 from mcp_agent_kit.client.probe import Event, Failure, Reply
+from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.client")
@@ -57,11 +60,11 @@ class StdioChannel:
         self.on_request: RequestHandler | None = None
         self.on_notification: NotificationHandler | None = None
         self.legacy_version: str | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: PeerProcess | None = None
+        self._last: PeerProcess | None = None  # the latest process, whose stderr tail outlives close()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._pending: dict[Any, Slot] = {}
-        self._stderr = bytearray()
         self._exit_note = ""
         self._noise: str | None = None  # the latest non-JSON-RPC stdout line of this process, if any
         self._noise_lines = 0  # how many such lines, so an exchange knows whether any came while it waited
@@ -75,27 +78,17 @@ class StdioChannel:
 
     def start(self) -> None:
         self._started = True
-        env = {**os.environ, **self.env} if self.env else None
-        try:
-            proc = subprocess.Popen(
-                [self.command, *self.args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=self.cwd,
-            )
-        except OSError as exc:
-            self._exit_note = f"could not start {self.command!r}: {exc}"
+        try:  # a relative command names a file relative to `cwd`, as the hosts' Popen does (anchor=False)
+            proc = PeerProcess([self.command, *self.args], env=self.env, cwd=self.cwd, stderr_limit=STDERR_KEEP,
+                               anchor=False, on_stderr=self._stderr_lines(), label="mcp-client")
+        except SpawnError as exc:
+            self._exit_note = f"could not start {self.command!r}: {exc.why}"
             self._proc = None
             return
-        self._proc = proc
-        self._stderr = bytearray()
+        self._proc = self._last = proc
         self._exit_note = ""
         self._noise, self._noise_lines = None, 0
-        assert proc.stdout is not None and proc.stderr is not None
-        threading.Thread(target=self._read, args=(proc, proc.stdout), name="mcp-client-stdout", daemon=True).start()
-        threading.Thread(target=self._drain_stderr, args=(proc.stderr,), name="mcp-client-stderr", daemon=True).start()
+        threading.Thread(target=self._read, args=(proc,), name="mcp-client-stdout", daemon=True).start()
 
     def restart(self) -> None:
         self.close()
@@ -105,19 +98,7 @@ class StdioChannel:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
-        for step in (None, proc.terminate, proc.kill):
-            if step is not None:
-                step()
-            try:
-                proc.wait(self.grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        proc.stop(self.grace)  # stdin closed, then SIGTERM, then SIGKILL of its whole group
         self._exit_note = "the connection was closed"
         self._fail_all(Failure("exited", self._exit_note))
         self.log_limiter.flush()
@@ -127,12 +108,13 @@ class StdioChannel:
         return self._proc.pid if self._proc is not None else None
 
     def stderr_tail(self) -> str:
-        return bytes(self._stderr).decode("utf-8", "replace")
+        """The last bytes the latest server process wrote to stderr ('' before any)."""
+        return self._last.stderr_text(STDERR_KEEP) if self._last is not None else ""
 
     # ---- I/O --------------------------------------------------------------------------------------
     def _write(self, message: dict[str, Any]) -> bool:
         proc = self._proc
-        if proc is None or proc.stdin is None:
+        if proc is None:
             return False
         data = jsonrpc.encode(message) + b"\n"
         with self._write_lock:
@@ -168,7 +150,7 @@ class StdioChannel:
 
     def _exit_reason(self) -> str:
         proc = self._proc
-        code = proc.poll() if proc is not None else None
+        code = proc.returncode() if proc is not None else None
         tail = self.stderr_tail().strip().splitlines()[-3:]
         note = f"the server process exited (code {code})" if code is not None else "the server closed its stdout"
         note += f"; stderr: {' | '.join(tail)}" if tail else ""
@@ -187,7 +169,8 @@ class StdioChannel:
         for slot in slots:
             slot.resolve(failure)
 
-    def _read(self, proc: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
+    def _read(self, proc: PeerProcess) -> None:
+        stream = proc.stdout
         while True:
             try:
                 line = stream.readline(self.max_line + 1)
@@ -201,7 +184,9 @@ class StdioChannel:
             if line.strip():
                 self._on_line(line)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(self.grace)
+            proc.popen.wait(self.grace)
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()  # stdout is ours to close, once read to its end
         if proc is self._proc or self._proc is None:
             self._fail_all(Failure("exited", self._exit_reason()))
 
@@ -238,28 +223,25 @@ class StdioChannel:
         reply = reply_to_request(self.on_request, message)
         self._write(reply)
 
-    def _drain_stderr(self, stream: IO[bytes]) -> None:
-        """Keep stderr's tail (for error messages) and log its lines through the limiter."""
+    def _stderr_lines(self) -> Callable[[bytes], None]:
+        """For one process: each stderr chunk (b"" at its end) cut into lines logged through the limiter
+        (the process keeps the tail for error messages)."""
         partial = bytearray()  # the line being read, at most LINE_KEEP bytes of it
-        while True:
-            try:
-                chunk = stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096)
-            except (OSError, ValueError):
-                chunk = b""
+
+        def chunk_read(chunk: bytes) -> None:
             if not chunk:
                 if partial.strip():
                     self._stderr_line(bytes(partial))
                 return
-            self._stderr += chunk
-            if len(self._stderr) > STDERR_KEEP:
-                del self._stderr[: len(self._stderr) - STDERR_KEEP]
             *lines, rest = chunk.split(b"\n")
             for piece in lines:
-                partial += piece[: max(0, LINE_KEEP - len(partial))]
+                partial.extend(piece[: max(0, LINE_KEEP - len(partial))])
                 if partial.strip():
                     self._stderr_line(bytes(partial))
                 partial.clear()
-            partial += rest[: max(0, LINE_KEEP - len(partial))]
+            partial.extend(rest[: max(0, LINE_KEEP - len(partial))])
+
+        return chunk_read
 
     def _stderr_line(self, line: bytes) -> None:
         self.log_limiter.line(logging.INFO, "stderr", line.decode("utf-8", "replace").rstrip())

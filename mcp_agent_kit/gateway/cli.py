@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,9 @@ def main_gateway(argv: list[str]) -> int:
     try:
         if not args.http:
             gateway.start()
+            # On SIGTERM the stdio transport leaves the process through the server's lifespan, never
+            # through our `finally`: the backends (and what they started) are closed there too.
+            gateway.server.lifespan(_closing(gateway))
             return gateway.server.serve_stdio()
         host, port = args.http
         try:
@@ -211,6 +215,18 @@ def main_gateway(argv: list[str]) -> int:
             return listen_failed(host, port, exc)
     finally:
         gateway.close()
+
+
+def _closing(gateway: Any) -> Callable[[Any], Iterator[None]]:
+    """A lifespan that closes the gateway (its backends' processes included) when serving ends."""
+
+    def lifespan(server: Any) -> Iterator[None]:
+        try:
+            yield None
+        finally:
+            gateway.close()
+
+    return lifespan
 
 
 def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None,

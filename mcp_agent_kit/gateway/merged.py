@@ -120,6 +120,9 @@ class Gateway:
                     ).start()
 
     def close(self) -> None:
+        """Stop following and close every backend (its processes end with it); a second call does nothing."""
+        if self._closed.is_set():
+            return
         self._closed.set()
         self._wake.set()
         if self.agents is not None:

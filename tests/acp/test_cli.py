@@ -151,7 +151,7 @@ def test_cwd_moves_the_session_not_a_relative_command(tmp_path: Path) -> None:
 
 
 def test_anchored_makes_relative_files_absolute_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_agent_kit.acp.process import anchored
+    from mcp_agent_kit.process import anchored
 
     (tmp_path / "agent.py").write_text("")
     (tmp_path / "node").write_text("")  # a file named like the program: the program is still looked up on PATH

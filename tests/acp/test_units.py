@@ -13,8 +13,8 @@ from mcp_agent_kit.acp.cli import TerminalAsk
 from mcp_agent_kit.acp.connection import RpcError
 from mcp_agent_kit.acp.files import Roots, read_text_file, write_text_file
 from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.process import AgentProcess, minimal_environment
 from mcp_agent_kit.acp.terminals import Terminals
+from mcp_agent_kit.process import PeerProcess, minimal_environment
 
 
 def test_unknown_and_malformed_updates_pass_through() -> None:
@@ -71,7 +71,7 @@ def test_terminals_are_confined_bounded_and_released(tmp_path: Path) -> None:
 def test_the_environment_is_minimal_and_stderr_is_a_bounded_ring(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "s3cret")
     assert "SECRET_TOKEN" not in minimal_environment() and minimal_environment({"K": "v"})["K"] == "v"
-    process = AgentProcess([sys.executable, "-c", "import sys; sys.stderr.write('x' * 100000 + 'TAIL')"],
+    process = PeerProcess([sys.executable, "-c", "import sys; sys.stderr.write('x' * 100000 + 'TAIL')"],
                            stderr_limit=1000)
     process.popen.wait(10)
     process.stop(1)

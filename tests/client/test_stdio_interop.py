@@ -106,7 +106,7 @@ def test_garbage_printing_peer_is_unavailable(peer_scripts: dict[str, str]) -> N
 
 
 NOISY_SERVER = """\
-print("Loading the model... done")  # a print at import: on stdout, before any JSON-RPC
+print("Loading the model... done", flush=True)  # a print at import that reaches stdout, before any JSON-RPC
 from mcp_agent_kit import Server
 
 server = Server("noisy")
@@ -177,7 +177,7 @@ def test_close_reaps_the_child(peer_scripts: dict[str, str]) -> None:
     client.channel.exchange({"jsonrpc": "2.0", "id": 1, "method": "x"}, 0.01)
     proc = client.channel._proc  # type: ignore[attr-defined]
     client.close()
-    assert proc.poll() is not None
+    assert proc.returncode() is not None and not proc.group_alive()
 
 
 def test_probe_cli_prints_json_and_exit_status(peer_scripts: dict[str, str]) -> None:

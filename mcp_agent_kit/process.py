@@ -1,11 +1,15 @@
-"""acp.process: an agent subprocess in its own process group, its stderr kept, and a stop that always ends it.
+"""process: a spawned peer (an MCP stdio server, an ACP agent) in its own process group, its stderr kept,
+and a stop that always ends it and everything it started.
 
-The child gets a minimal environment (HOME, PATH, USER, LANG, ... from ours) plus the variables
-the caller names, so API keys reach it only when passed on purpose. stderr is read by a thread
-into a bounded ring (the newest bytes win) and quoted in error messages. `stop()` escalates:
-close stdin, wait, SIGTERM the whole group, wait, SIGKILL the whole group, so a child that forked
-or re-executed itself (and keeps the pipes open) goes too. Rules: knows nothing of JSON-RPC or
-ACP; POSIX process groups (start_new_session); imports nothing of ours.
+The one child-process manager of the kit: client/stdio and acp/client spawn through it. The child
+gets a minimal environment (the few variables every program needs, PASSED_THROUGH, taken from ours;
+a superset of the official MCP SDK's get_default_environment()) plus the variables the caller names
+(an MCP config's `env`), so API keys reach it only when passed on purpose. stderr is read by a
+thread into a bounded ring (the newest bytes win), handed to an optional callback chunk by chunk,
+and quoted in error messages. `stop()` escalates: close stdin, wait, SIGTERM the whole group, wait,
+SIGKILL the whole group, so a child that forked or re-executed itself (and keeps the pipes open)
+goes too. Rules: knows no protocol (no JSON-RPC, MCP or ACP); POSIX process groups
+(start_new_session); imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 PASSED_THROUGH = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
@@ -27,9 +31,9 @@ STDERR_DRAIN_S = 2.0  # how long an exit report waits for the rest of stderr
 
 
 def anchored(argv: Sequence[str], cwd: str | None) -> list[str]:
-    """The agent's command as typed here, for a child started in `cwd`: an argument that is a
+    """A peer's command as typed here, for a child started in `cwd`: an argument that is a
     relative path to a file here (`python agent.py`) becomes absolute, so `--cwd` moves the session
-    and not the command (the program itself: see AgentProcess). Options, absolute paths, the
+    and not the command (the program itself: see PeerProcess). Options, absolute paths, the
     program name and words naming no file here are left alone."""
     if cwd is None or os.path.abspath(cwd) == os.getcwd():
         return list(argv)
@@ -41,12 +45,18 @@ def _local_file(word: str) -> bool:
 
 
 class SpawnError(Exception):
-    """The agent's command could not be started (not found, not executable, bad cwd)."""
+    """The peer's command could not be started (not found, not executable, bad cwd); `why` says why."""
+
+    def __init__(self, program: str, why: str) -> None:
+        super().__init__(f"cannot start {program!r}: {why}")
+        self.program, self.why = program, why
 
 
 def minimal_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The few variables every program needs, taken from ours, with `extra` on top."""
-    env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
+    """The few variables every program needs, taken from ours, with `extra` on top (a value that is
+    an exported shell function, `() {...`, is not passed on, as the official SDK does)."""
+    env = {name: value for name in PASSED_THROUGH
+           if (value := os.environ.get(name)) is not None and not value.startswith("()")}
     env.update(extra or {})
     return env
 
@@ -70,28 +80,34 @@ def _live_member(pgid: int) -> bool:
     return False
 
 
-class AgentProcess:
-    """One running agent: `stdin`/`stdout` for the connection, `stderr_text()` for messages, `stop()` to end it."""
+class PeerProcess:
+    """One running peer: `stdin`/`stdout` for the connection, `stderr_text()` for messages, `stop()` to end it.
+
+    `anchor`: a relative program path (`./agent`) names a file relative to our cwd, not to the
+    child's `cwd` (ACP's rule); without it, as the MCP hosts do (Popen's rule), relative to `cwd`.
+    `on_stderr` gets every chunk of stderr, on the reader thread, and b"" once at its end."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                 stderr_limit: int = STDERR_RING) -> None:
+                 stderr_limit: int = STDERR_RING, anchor: bool = True,
+                 on_stderr: Callable[[bytes], None] | None = None, label: str = "peer") -> None:
         if not argv:
-            raise SpawnError("no agent command given")
+            raise SpawnError("", "no command given")
         self.argv = list(argv)
-        if os.sep in self.argv[0] and not os.path.isabs(self.argv[0]):  # relative to us, not to the agent's cwd
+        if anchor and os.sep in self.argv[0] and not os.path.isabs(self.argv[0]):
             self.argv[0] = os.path.abspath(self.argv[0])
         try:
             self.popen = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, env=minimal_environment(env), cwd=cwd,
                                           start_new_session=True)
         except (OSError, ValueError) as exc:
-            raise SpawnError(f"cannot start {self.argv[0]!r}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise SpawnError(self.argv[0], str(getattr(exc, "strerror", None) or exc)) from None
         self.pgid = self.popen.pid  # start_new_session: the child leads its own group
         self._ring: deque[bytes] = deque()
         self._ring_size, self._ring_limit = 0, stderr_limit
         self.stderr_dropped = 0
         self._ring_lock = threading.Lock()
-        self._stderr_thread = threading.Thread(target=self._read_stderr, name="acp-agent-stderr", daemon=True)
+        self._on_stderr = on_stderr
+        self._stderr_thread = threading.Thread(target=self._read_stderr, name=f"{label}-stderr", daemon=True)
         self._stderr_thread.start()
 
     @property
@@ -124,9 +140,13 @@ class AgentProcess:
                         dropped = self._ring.popleft()
                         self._ring_size -= len(dropped)
                         self.stderr_dropped += len(dropped)
+                if self._on_stderr is not None:
+                    self._on_stderr(chunk)
+        if self._on_stderr is not None:
+            self._on_stderr(b"")
 
     def stderr_text(self, last: int = 2000) -> str:
-        """The last `last` characters the agent wrote to stderr, stripped ('' when none)."""
+        """The last `last` characters the peer wrote to stderr, stripped ('' when none)."""
         with self._ring_lock:
             data = b"".join(self._ring)
         return data.decode("utf-8", "replace").strip()[-last:]
@@ -149,12 +169,12 @@ class AgentProcess:
         return what + (f"; its stderr ends: {tail}" if tail else "; it wrote nothing to stderr")
 
     def signal_group(self, sig: int) -> None:
-        """Send `sig` to every process of the agent's group (a no-op once the group is gone)."""
+        """Send `sig` to every process of the peer's group (a no-op once the group is gone)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
 
     def group_alive(self) -> bool:
-        """Whether any process of the agent's group still runs (zombies, which nobody may reap, do not count)."""
+        """Whether any process of the peer's group still runs (zombies, which nobody may reap, do not count)."""
         try:
             os.killpg(self.pgid, 0)
         except (ProcessLookupError, PermissionError):
