@@ -11,6 +11,7 @@ whose one line says why (a kit server's own one-line error when its child printe
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -126,7 +127,9 @@ def client_for(target: Target, args: argparse.Namespace, elicitation: Callback |
             return Client.http(target.spec, headers, auth=_oauth(target.spec, headers, args), **options)
         except ValueError as exc:
             raise CliError(f"cannot use {target.spec}: {exc}", "give an http(s) URL", USAGE) from None
-    return Client.stdio(target.argv[0], target.argv[1:], **options)
+    # the command the user typed runs with the user's environment, as it would in their shell (hosts and the
+    # gateway give servers a minimal one)
+    return Client.stdio(target.argv[0], target.argv[1:], env=dict(os.environ), **options)
 
 
 def connect(target: Target, args: argparse.Namespace, elicitation: Callback | None = None) -> Client:

@@ -88,7 +88,7 @@ def _make_client(target: list[str], args: argparse.Namespace) -> Client:
         pairs = dict(item.split(":", 1) for item in args.header if ":" in item)
         headers = {k.strip(): v.strip() for k, v in pairs.items()}
         return Client.http(target[0], headers, auth=_oauth(target[0], headers, args), **options)
-    return Client.stdio(target[0], target[1:], **options)
+    return Client.stdio(target[0], target[1:], env=dict(os.environ), **options)  # the user's command, their env
 
 
 def _needs_auth(url: str, auth: Any) -> int:

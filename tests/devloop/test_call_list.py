@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.devloop.helpers import ASKING_SERVER, FAKE_PEER, METRICS, kit, write
+from tests.devloop.helpers import ASKING_SERVER, FAKE_PEER, METRICS, ROOT, kit, write
 from tests.net import serving
 from tests.pinned import require
 
@@ -172,3 +172,26 @@ def test_a_server_named_mcp_is_found_without_a_colon(tmp_path: Path) -> None:
     done = kit("list", "--json", server)
     assert done.returncode == 0, done.stderr
     assert [tool["name"] for tool in json.loads(done.stdout)["tools"]] == ["fail", "greet"]
+
+
+def test_a_command_after_the_dashes_runs_with_the_callers_environment(tmp_path: Path) -> None:
+    """Unlike a host or the gateway (a minimal environment), `call -- CMD` runs CMD as the user's shell would."""
+    server = write(tmp_path, "env_server.py", ENV_SERVER)
+    done = kit("call", "read_env", "name=MY_API_KEY_FOR_CALL", "--", sys.executable, server,
+               env={**os.environ, "MY_API_KEY_FOR_CALL": "s3cret", "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, json.loads(done.stdout)) == (0, {"result": "s3cret"}), done.stderr
+
+
+ENV_SERVER = '''
+import os
+from mcp_agent_kit import Server
+
+server = Server("env", "1.0.0")
+
+@server.tool(read_only=True)
+def read_env(name: str) -> str:
+    """Use when a test needs one environment variable of the server. Do not use for anything else."""
+    return os.environ.get(name, "<unset>")
+
+server.run()
+'''
