@@ -14,14 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from mcp_agent_kit.client.channel import PeerError
+from mcp_agent_kit.client.peer import Peer
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
-
-if TYPE_CHECKING:
-    from mcp_agent_kit.client.client import Client
 
 log = logging.getLogger("mcp_agent_kit.client")
 
@@ -37,7 +34,7 @@ def _announces(capability: object) -> bool:
 class ListWatcher:
     """Calls back with the kind of list that changed, until stopped or the client closes."""
 
-    def __init__(self, client: Client, callback: Callable[[str], None], *, reopen_s: float = 3600.0) -> None:
+    def __init__(self, client: Peer, callback: Callable[[str], None], *, reopen_s: float = 3600.0) -> None:
         self.client = client
         self.callback = callback
         self.reopen_s = reopen_s
