@@ -18,9 +18,10 @@ class Peer(Protocol):
 
     verdict: Verdict | None
     channel: Channel
-    on_list_changed: Callable[[str], None] | None
 
     def connect(self) -> Verdict: ...
+
+    def add_listener(self, kind: str, listener: Callable[[str], None]) -> Callable[[], None]: ...
 
     def request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
