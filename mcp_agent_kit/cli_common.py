@@ -30,10 +30,10 @@ def prog(subcommand: str) -> str:
 
 
 def version_line(name: str = PROG) -> str:
-    """`mcp-agent-kit 1.0.0`, read from the package at run time."""
-    import mcp_agent_kit
+    """`mcp-agent-kit 1.0.0`, from the one source of the version (wire.implementation)."""
+    from mcp_agent_kit.wire.implementation import VERSION
 
-    return f"{name} {mcp_agent_kit.__version__}"
+    return f"{name} {VERSION}"
 
 
 def message(problem: str, fix: str | None = None, name: str = PROG) -> str:

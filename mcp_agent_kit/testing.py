@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
+from mcp_agent_kit.core.call import Outbox
 from mcp_agent_kit.core.dispatcher import Connection
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
-if TYPE_CHECKING:
-    from mcp_agent_kit.server import Server
+
+class Served(Protocol):
+    """What a TestClient uses of a Server (mcp_agent_kit.server.Server is one; this module sits below it)."""
+
+    def handle(
+        self, message: dict[str, Any], conn: Connection | None = None, out: Outbox | None = None
+    ) -> dict[str, Any] | None: ...
+
+    def running(self) -> AbstractContextManager[Any]: ...
+
 
 OnInput = Callable[[str, dict[str, Any]], dict[str, Any]]
 Answers = list[dict[str, Any]] | OnInput
@@ -61,7 +71,7 @@ class TestClient:
 
     def __init__(
         self,
-        server: Server,
+        server: Served,
         era: str = mcp.MODERN_VERSIONS[0],
         *,
         capabilities: dict[str, Any] | None = None,

@@ -2,9 +2,9 @@
 
 Two graphs. In the import-time graph, A -> B when module A imports module B while it is itself
 being imported: at module level or in a class body, including `try:` blocks, but not inside
-functions (those run later). The lazy graph adds the imports inside functions: a cycle broken
-only by a deferred import is still two modules that need each other. Neither counts imports
-under `if TYPE_CHECKING:` (never at run time). `from pkg import name` is an edge
+functions (those run later) nor under `if TYPE_CHECKING:` (never at run time). The full graph
+adds both: a cycle broken only by a deferred import or by a type-only import is still two
+modules that need each other (tests/test_layers.py forbids those too). `from pkg import name` is an edge
 to the submodule `pkg.name` when there is one, else to `pkg`. The implicit import of a parent
 package is not an edge (the parent is in sys.modules before any of its submodules starts;
 counting it would flag every package whose __init__ re-exports its own modules).
@@ -35,13 +35,13 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def import_nodes(body: list[ast.stmt], *, lazy: bool) -> Iterator[ast.Import | ast.ImportFrom]:
     """The import statements that run while the module is imported; with lazy, also those in
-    functions (run later, but still a dependency)."""
+    functions (run later) and under `if TYPE_CHECKING:` (never run): still dependencies."""
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not lazy:
             continue
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+        elif isinstance(node, ast.If) and _is_type_checking(node.test) and not lazy:
             yield from import_nodes(node.orelse, lazy=lazy)
         else:  # class and function bodies, if/try/with/for/match blocks: walk their statements
             for child in ast.iter_child_nodes(node):
@@ -137,11 +137,12 @@ def test_the_cycle_finder_finds_and_prints_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_graph_skips_functions_and_type_checking() -> None:
+def test_the_import_time_graph_skips_functions_and_type_checking_the_full_one_does_not() -> None:
     client, lazy = graph()["mcp_agent_kit.client.client"], graph(lazy=True)["mcp_agent_kit.client.client"]
     assert "mcp_agent_kit.client.stdio" not in client and "mcp_agent_kit.client.stdio" in lazy  # in Client.stdio()
-    assert "mcp_agent_kit.client.client" not in graph(lazy=True)["mcp_agent_kit.client.watch"]  # TYPE_CHECKING
     assert "mcp_agent_kit.client.channel" in client
+    server, full = graph()["mcp_agent_kit.server"], graph(lazy=True)["mcp_agent_kit.server"]
+    assert "mcp_agent_kit.store.base" not in server and "mcp_agent_kit.store.base" in full  # TYPE_CHECKING
 
 
 def test_no_import_cycles_at_import_time() -> None:
@@ -149,7 +150,8 @@ def test_no_import_cycles_at_import_time() -> None:
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
 
 
-def test_no_import_cycles_through_lazy_imports_either() -> None:
-    """A cycle broken only by moving an import into a function is still a cycle of dependencies."""
+def test_no_import_cycles_through_lazy_or_type_only_imports_either() -> None:
+    """A cycle broken only by moving an import into a function, or under `if TYPE_CHECKING:`, is
+    still a cycle of dependencies: the shared piece belongs a layer down (a Protocol, a small type)."""
     found = cycles(graph(lazy=True))
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)

@@ -1,8 +1,9 @@
 """The layering rules of DESIGN.md, checked on the import statements of every module.
 
 Every import counts, also the ones inside functions (a lazy import is still a dependency) and
-under `if TYPE_CHECKING:`. Two kinds of rule: a layer's forbidden layers, and for client/ and
-the gateway the complete list of what they may import (an allowlist, with no exemptions).
+under `if TYPE_CHECKING:`, and together they may form no circle. Two kinds of rule: a layer's
+forbidden layers, and for client/ and the gateway the complete list of what they may import (an
+allowlist, with no exemptions).
 """
 
 from __future__ import annotations
@@ -109,6 +110,15 @@ def test_the_rules_see_relative_and_root_imports() -> None:
     source = "from ..core import content\nfrom . import merge\nfrom mcp_agent_kit import __version__\n"
     found = imports_in(source, ["mcp_agent_kit", "client"])
     assert {"core", "core.content", "client", "client.merge", ROOT, "__version__"} <= found
+
+
+def test_no_import_cycles_type_level_ones_included() -> None:
+    """Layers only work if modules form no circle: every import counts here, also those inside
+    functions and under `if TYPE_CHECKING:` (the graph and cycle finder of test_import_cycles)."""
+    from tests.test_import_cycles import cycles, graph
+
+    found = cycles(graph(lazy=True))
+    assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
 
 
 def test_nothing_imports_the_cli() -> None:

@@ -62,7 +62,7 @@ class TaskEngine:
         self._jobs: dict[str, Job] = {}
         self.replicas: Replication | None = None  # set on a shared store: other processes serve these tasks too
         if isinstance(self.store, SharedTaskStore):
-            self.store.running = self._jobs
+            self.store.lease_to(self._jobs)
             self.replicas = Replication(self.store, self._cancels, self._lapsed)
         else:
             self._recover()

@@ -54,7 +54,15 @@ class SharedTaskStore:
         self.lease_s = lease_s
         self.ttl = ttl
         self.max_per_owner = max_per_owner
-        self.running: Container[str] = frozenset()  # set by the engine: the ids of its jobs' tasks
+        self.running: Container[str] = frozenset()  # the ids of the engine's jobs' tasks (lease_to)
+        self._leased_to = False
+
+    def lease_to(self, running: Container[str]) -> None:
+        """The one engine that runs tasks on this store here: a task whose id is in `running` is
+        leased to this replica. Once only: a second engine on the same store is a mistake."""
+        if self._leased_to:
+            raise ValueError("this SharedTaskStore already serves an engine; give each engine its own store")
+        self.running, self._leased_to = running, True
 
     def _record(self, task: dict[str, Any]) -> Record:
         state = task["status"]["state"]

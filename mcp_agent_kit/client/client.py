@@ -12,6 +12,7 @@ Rules: imports wire/ and client/ only (never core/, the server or transports).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -31,6 +32,7 @@ from mcp_agent_kit.wire.jsonrpc import RpcError
 log = logging.getLogger("mcp_agent_kit.client")
 CLIENT_INFO = {"name": implementation.NAME, "version": implementation.VERSION}
 Progress = Callable[[float, float | None, str | None], None]
+LISTENER_KINDS = ("list_changed",)  # Client.add_listener's kinds
 MAX_PAGES = 1000
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -92,7 +94,7 @@ class Client:
         # Requests in flight that brought their own answerer (call_tool(inputs=...)): a legacy
         # server's question during such a request goes to that answerer.
         self._call_inputs: dict[Any, InputAnswerer] = {}
-        self.on_list_changed: Callable[[str], None] | None = None  # set by client.watch.ListWatcher
+        self._listeners: dict[str, list[Callable[[str], None]]] = {kind: [] for kind in LISTENER_KINDS}
         self.skills = SkillHost(self)
         channel.on_notification = self._on_notification
         channel.on_request = self._serve_request
@@ -353,8 +355,34 @@ class Client:
                 )
         elif message.get("method") == "notifications/message" and self.on_log is not None:
             self.on_log(params)
-        elif message.get("method") in LIST_CHANGED and self.on_list_changed is not None:
-            self.on_list_changed(LIST_CHANGED[str(message["method"])])
+        elif message.get("method") in LIST_CHANGED:
+            self._tell("list_changed", LIST_CHANGED[str(message["method"])])
+
+    # ---- listeners ---------------------------------------------------------------------------------------
+    def add_listener(self, kind: str, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call `listener` on each event of `kind` ("list_changed": with "tools", "prompts" or
+        "resources", on a transport thread); returns the function that removes it again."""
+        listeners = self._listeners.get(kind)
+        if listeners is None:
+            raise ValueError(f"unknown listener kind {kind!r}; use one of {', '.join(LISTENER_KINDS)}")
+        listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):  # removed already
+                listeners.remove(listener)
+
+        return remove
+
+    def has_listeners(self, kind: str) -> bool:
+        return bool(self._listeners.get(kind))
+
+    def _tell(self, kind: str, value: str) -> None:
+        """Every listener of `kind`, each guarded: one that raises is logged and the others still hear."""
+        for listener in tuple(self._listeners[kind]):
+            try:
+                listener(value)
+            except Exception:
+                log.exception("a %s listener failed", kind)
 
     # ---- the API -----------------------------------------------------------------------------------------
     def _list(self, method: str, key: str) -> list[dict[str, Any]]:

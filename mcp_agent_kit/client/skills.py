@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mcp_agent_kit.client.peer import Peer
 from mcp_agent_kit.wire import skills
 from mcp_agent_kit.wire.skills import SkillError
-
-if TYPE_CHECKING:
-    from mcp_agent_kit.client.client import Client
 
 log = logging.getLogger("mcp_agent_kit.client.skills")
 MAX_PAGES = 1000
@@ -32,7 +30,7 @@ __all__ = ["SkillError", "SkillHost"]
 class SkillHost:
     """The skill entries one client holds and the verified reads made against them."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Peer) -> None:
         self.client = client
         self.entries: dict[str, dict[str, Any]] = {}  # SKILL.md uri -> the held entry
         self.loaded: set[str] = set()  # skills whose SKILL.md was read and verified

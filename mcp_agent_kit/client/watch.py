@@ -14,14 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from mcp_agent_kit.client.channel import PeerError
+from mcp_agent_kit.client.peer import Peer
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError
-
-if TYPE_CHECKING:
-    from mcp_agent_kit.client.client import Client
 
 log = logging.getLogger("mcp_agent_kit.client")
 
@@ -37,12 +34,13 @@ def _announces(capability: object) -> bool:
 class ListWatcher:
     """Calls back with the kind of list that changed, until stopped or the client closes."""
 
-    def __init__(self, client: Client, callback: Callable[[str], None], *, reopen_s: float = 3600.0) -> None:
+    def __init__(self, client: Peer, callback: Callable[[str], None], *, reopen_s: float = 3600.0) -> None:
         self.client = client
         self.callback = callback
         self.reopen_s = reopen_s
         self.kinds: list[str] = []
         self._stop = threading.Event()
+        self._unlisten: Callable[[], None] | None = None
 
     def start(self) -> bool:
         """Begin watching; False when the server announces no list changes at all."""
@@ -50,7 +48,7 @@ class ListWatcher:
         self._stop.clear()
         if verdict.era != "modern":  # whatever it announces, even without declaring listChanged
             self.kinds = list(_LISTEN_FLAGS)
-            self.client.on_list_changed = self._notify
+            self._listen_once()
             listen = getattr(self.client.channel, "listen_standalone", None)
             if callable(listen):  # Streamable HTTP: announcements ride the session's GET stream
                 listen()
@@ -58,14 +56,19 @@ class ListWatcher:
         self.kinds = [kind for kind in _LISTEN_FLAGS if _announces(verdict.capabilities.get(kind))]
         if not self.kinds:
             return False
-        self.client.on_list_changed = self._notify
+        self._listen_once()
         threading.Thread(target=self._listen, name="mcp-list-watch", daemon=True).start()
         return True
 
     def stop(self) -> None:
         self._stop.set()
-        if self.client.on_list_changed == self._notify:
-            self.client.on_list_changed = None
+        unlisten, self._unlisten = self._unlisten, None
+        if unlisten is not None:
+            unlisten()
+
+    def _listen_once(self) -> None:
+        if self._unlisten is None:
+            self._unlisten = self.client.add_listener("list_changed", self._notify)
 
     def _notify(self, kind: str) -> None:
         if not self._stop.is_set() and kind in self.kinds:

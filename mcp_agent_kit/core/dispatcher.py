@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, MethodTable, Outbox
+from mcp_agent_kit.core.connection import Connection
 from mcp_agent_kit.core.extension import CapabilityHook, Extension, ToolAnnotator, ToolInterceptor
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.logs import logger
@@ -40,28 +41,6 @@ class NullOutbox:
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(INTERNAL_ERROR, "this transport cannot send requests to the client")
-
-
-class Connection:
-    """Era and handshake state of one stdio stream or one legacy HTTP session."""
-
-    def __init__(self, era: str | None = None, principal: str | None = None, can_request: bool = True) -> None:
-        self.era = era
-        self.principal = principal
-        self.key: str | None = None  # a shared identity (a legacy HTTP session id): whose tasks a store keeps
-        self.can_request = can_request
-        self.version: str = mcp.LATEST_LEGACY
-        self.client_capabilities: dict[str, Any] = {}
-        self.client_info: dict[str, Any] | None = None
-        self.log_level: str | None = None
-        self.initialized = False
-        self.subscriptions: set[str] = set()
-        self.inflight: dict[Any, threading.Event] = {}
-
-    def cancel(self, request_id: Any) -> None:
-        event = self.inflight.get(request_id)
-        if event is not None:
-            event.set()
 
 
 HeaderCheck = Callable[[str, dict[str, Any]], None]
@@ -150,7 +129,7 @@ class Dispatcher:
 
     def _compose(self, extension: Extension) -> None:
         """Merge one extension's contributions into this dispatcher's tables (construction only)."""
-        given = extension.bind(self)
+        given = extension.bind(self.registry)
         taken = given.methods.keys() & self.methods.keys()
         if taken:
             raise ValueError(f"extension {extension.name!r} redefines {sorted(taken)}")

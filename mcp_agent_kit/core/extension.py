@@ -1,24 +1,24 @@
 """extension: what an extension may contribute to a dispatcher — a closed set, fixed at construction.
 
 An extension (tasks of either era, subscriptions/listen, ...) is a small object; the dispatcher
-calls `bind(dispatcher)` once when it is built and merges the returned `Contributions` into its
-own tables: method rows keyed by (method, era), a tools/call interceptor per era, a tools/list
-annotator per era, a capabilities hook per era. `close()` runs at server shutdown. Rules: no
-contribution is added later, nothing module-level is rewritten; an extension keeps its state on
-itself and imports its heavy parts on first use (a `Lazy` holds each: a task table, a worker
-pool), so building one costs next to nothing and a server that never uses it never loads them.
+calls `bind(registry)` once when it is built (an extension gets what it uses, the server's
+registry, never the dispatcher: extensions contribute, the dispatcher consumes) and merges the
+returned `Contributions` into its own tables: method rows keyed by (method, era), a tools/call
+interceptor per era, a tools/list annotator per era, a capabilities hook per era. `close()` runs
+at server shutdown. Rules: no contribution is added later, nothing module-level is rewritten; an
+extension keeps its state on itself and imports its heavy parts on first use (a `Lazy` holds
+each: a task table, a worker pool), so building one costs next to nothing and a server that
+never uses it never loads them.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from mcp_agent_kit.core.call import Call, Method
-
-if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Dispatcher
+from mcp_agent_kit.core.registry import Registry
 
 ToolInterceptor = Callable[[Call, Any, dict[str, Any]], "dict[str, Any] | None"]
 """intercept(call, tool, arguments): the result to send for a validated tools/call, or None to run it as usual."""
@@ -53,8 +53,8 @@ class Extension(Protocol):
 
     name: str
 
-    def bind(self, dispatcher: Dispatcher) -> Contributions:
-        """Attach to the one dispatcher this extension serves; return what it contributes."""
+    def bind(self, registry: Registry) -> Contributions:
+        """Attach to the registry of the one server this extension serves; return what it contributes."""
         ...
 
     def close(self) -> None:

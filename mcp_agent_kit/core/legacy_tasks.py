@@ -31,7 +31,8 @@ from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NO
 from mcp_agent_kit.wire.mcp import LEGACY
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Connection, Dispatcher
+    from mcp_agent_kit.core.connection import Connection
+    from mcp_agent_kit.core.registry import Registry
     from mcp_agent_kit.core.task_mirror import Keeper
     from mcp_agent_kit.core.task_table import TaskLimits, TaskRecord, TaskTable
     from mcp_agent_kit.core.worker_pool import WorkerPool
@@ -166,8 +167,8 @@ class LegacyTasksExtension:
         """The worker pool the tasks run on, built on first use (shared with 2026-07-28's tasks in a Server)."""
         return self.lazy_pool.get()
 
-    def bind(self, dispatcher: Dispatcher) -> Contributions:
-        self.registry = dispatcher.registry
+    def bind(self, registry: Registry) -> Contributions:
+        self.registry = registry
         rows = (("tasks/get", self.tasks_get), ("tasks/cancel", self.tasks_cancel),
                 ("tasks/result", self.tasks_result), ("tasks/list", self.tasks_list))
         return Contributions(

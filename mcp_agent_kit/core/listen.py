@@ -26,7 +26,7 @@ from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcErro
 from mcp_agent_kit.wire.mcp import MODERN
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Dispatcher
+    from mcp_agent_kit.core.registry import Registry
 
 HEARTBEAT_S = 15.0
 POLL_S = 0.25
@@ -85,8 +85,8 @@ class ListenExtension:
         # Extra acknowledgement fields contributed by other extensions (e.g. tasks: taskIds).
         self.extras: dict[str, Callable[[Call, Subscription, Any], Any]] = {}
 
-    def bind(self, dispatcher: Dispatcher) -> Contributions:
-        dispatcher.registry.on_change(self._changed)
+    def bind(self, registry: Registry) -> Contributions:
+        registry.on_change(self._changed)
         return Contributions(
             methods={("subscriptions/listen", MODERN): Method(self.subscriptions_listen)},
             capabilities={MODERN: _lists_change},

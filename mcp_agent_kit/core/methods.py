@@ -20,7 +20,7 @@ from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from mcp_agent_kit.wire.mcp import LEGACY, MODERN
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Connection
+    from mcp_agent_kit.core.connection import Connection
 
 
 def _param(call: Call, name: str, kind: type, required: bool = True) -> Any:

@@ -31,7 +31,6 @@ from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.core.dispatcher import Dispatcher
     from mcp_agent_kit.core.registry import Registry
     from mcp_agent_kit.core.skill_tree import SkillTree
 
@@ -73,8 +72,8 @@ class SkillsExtension:
         self._sync_lock = threading.Lock()  # one re-stat at a time keeps the registry in step
         self._registry: Registry | None = None
 
-    def bind(self, dispatcher: Dispatcher) -> Contributions:
-        self._registry = dispatcher.registry
+    def bind(self, registry: Registry) -> Contributions:
+        self._registry = registry
         rows: dict[str, Callable[[Call], dict[str, Any]]] = {
             "skills/list": self.skills_list,
             "skills/get": self.skills_get,

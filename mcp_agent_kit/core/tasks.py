@@ -33,7 +33,7 @@ from mcp_agent_kit.wire.mcp import MODERN
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from mcp_agent_kit.core.dispatcher import Dispatcher
+    from mcp_agent_kit.core.registry import Registry
     from mcp_agent_kit.core.task_mirror import Keeper
     from mcp_agent_kit.core.task_table import (
         DEFAULT_TTL_MS,
@@ -179,8 +179,8 @@ class TasksExtension:
     def lock(self) -> threading.Condition:
         return self.table.lock
 
-    def bind(self, dispatcher: Dispatcher) -> Contributions:
-        self.registry = dispatcher.registry
+    def bind(self, registry: Registry) -> Contributions:
+        self.registry = registry
         rows = (("tasks/get", self.tasks_get), ("tasks/update", self.tasks_update), ("tasks/cancel", self.tasks_cancel))
         return Contributions(
             methods={(name, MODERN): Method(fn, None, REQUIRED) for name, fn in rows},

@@ -11,6 +11,7 @@ AgentBackend protocol.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -103,7 +104,7 @@ class AgentService:
         self.backends = backends if backends is not None else {ref: make_backend(s) for ref, s in specs.items()}
         self.lanes = {ref: Lane(spec.max_concurrent) for ref, spec in specs.items()}
         self.live: dict[str, LiveTurn] = {}
-        self.on_change: Callable[[LiveTurn], None] | None = None  # a turn's task view changed (agent_tools pushes)
+        self._changed_listeners: list[Callable[[LiveTurn], None]] = []  # add_listener("turn_changed", ...)
         self._lock = threading.Lock()
         self._closed = threading.Event()
 
@@ -168,13 +169,25 @@ class AgentService:
                     self.live[row["id"]] = live
             return live
 
+    def add_listener(self, kind: str, listener: Callable[[LiveTurn], None]) -> Callable[[], None]:
+        """Call `listener(live)` whenever a turn's task view changes ("turn_changed", the one kind:
+        agent_tools pushes notifications/tasks); returns the function that removes it again."""
+        if kind != "turn_changed":
+            raise ValueError(f"unknown listener kind {kind!r}; use turn_changed")
+        self._changed_listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):  # removed already
+                self._changed_listeners.remove(listener)
+
+        return remove
+
     def _changed(self, live: LiveTurn) -> None:
-        if self.on_change is None:
-            return
-        try:
-            self.on_change(live)
-        except Exception as exc:  # a push is best effort: the turn goes on
-            log.warning("pushing task %s failed: %r", live.id, exc)
+        for listener in tuple(self._changed_listeners):
+            try:
+                listener(live)
+            except Exception as exc:  # a push is best effort: the turn goes on, the other listeners hear
+                log.warning("pushing task %s failed: %r", live.id, exc)
 
     def _run_ended(self, live: LiveTurn) -> None:
         if live.finished:

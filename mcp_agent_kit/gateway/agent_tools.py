@@ -98,7 +98,7 @@ class AgentTools:
             server.add_tool(_guarded(handlers[name]), name=name, description=description, input_schema=schema)
         tasks = server.dispatcher.extension("tasks")
         tasks.add_source(self)
-        self.service.on_change = lambda live: self._push(tasks, live)
+        self.service.add_listener("turn_changed", lambda live: self._push(tasks, live))
 
     def _push(self, tasks: Any, live: Any) -> None:
         """A turn changed: its task, as tasks/get shows it, to the owner's listens on its id (notifications/tasks)."""

@@ -8,7 +8,7 @@ receive what it missed, then the rest of that stream live. Rules: events are rep
 the stream they belong to; the log is bounded (finished streams are forgotten first, and after a
 minute in any case); a broken
 connection never cancels the request (2025-11-25: disconnection is not cancellation); no protocol
-logic and no socket code beyond the Exchange it writes to.
+logic and no socket code beyond the Sink it writes to (transports.sse.Exchange is one).
 """
 
 from __future__ import annotations
@@ -18,15 +18,22 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mcp_agent_kit.transports.sse import Exchange
+from typing import Protocol
 
 RETRY_MS = 500  # how soon a disconnected client should come back
 MAX_STREAMS = 64  # per session
 MAX_BYTES = 1024 * 1024  # per session, over all kept events
 KEEP_FINISHED_S = 60.0  # how long a finished stream can still be fetched again
+
+
+class Sink(Protocol):
+    """The live connection of a stream (transports.sse.Exchange); called with the stream's lock held."""
+
+    def write_raw(self, frame: bytes) -> None: ...
+
+    def end(self) -> None:
+        """No more events will come through this connection: close it."""
+        ...
 
 
 class Stream:
@@ -39,7 +46,7 @@ class Stream:
         self.dropped = 0  # events forgotten from the front to stay within the log's bounds
         self.done = False
         self.finished_at = 0.0
-        self.sink: Exchange | None = None
+        self.sink: Sink | None = None
         self.cond = threading.Condition()
 
     def priming(self) -> bytes:
@@ -65,7 +72,7 @@ class Stream:
             self.cond.notify_all()
         self.log.grew(len(framed))  # outside our lock: the log may lock other streams to trim them
 
-    def resume(self, after: int, sink: Exchange) -> bool:
+    def resume(self, after: int, sink: Sink) -> bool:
         """Replay the events after number `after` to sink and make it the live connection.
 
         False when those events are no longer kept (the client must start over).

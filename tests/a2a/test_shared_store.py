@@ -260,3 +260,15 @@ def test_the_a2a_command_opens_the_store_it_is_given(tmp_path: Path, capsys: pyt
                                          "--store-lease", "5"]))
     assert isinstance(shared, SharedTaskStore) and shared.lease_s == 5.0
     shared.close()
+
+
+def test_a_store_serves_one_engine_only() -> None:
+    """The engine declares its jobs to its store once (lease_to); a second engine on the same
+    SharedTaskStore would silently take the leases of the first, so it is refused."""
+    tasks = SharedTaskStore(MemoryStore(), "replica-1", LEASE_S)
+    engine = TaskEngine(Runs(), tasks)
+    try:
+        with pytest.raises(ValueError, match="already serves an engine; give each engine its own store"):
+            TaskEngine(Runs(), tasks)
+    finally:
+        engine.close()

@@ -129,7 +129,7 @@ def test_start_without_follow_keeps_the_first_picture(gateway_over: Any, tmp_pat
         call(gateway, "grow", {"name": "extra"})
         backend = gateway.backends["grow"]
         assert "extra" in [tool["name"] for tool in backend.client.list_tools()]  # the backend has it now
-        assert backend.watcher is None and backend.client.on_list_changed is None  # nothing listens for it
+        assert backend.watcher is None and not backend.client.has_listeners("list_changed")  # nothing listens for it
         assert gateway.server.get_tool("extra") is None
     finally:
         gateway.close()
