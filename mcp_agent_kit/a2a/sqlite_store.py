@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import TERMINAL
-from mcp_agent_kit.a2a.store import Query, StoreError
+from mcp_agent_kit.a2a.store import Query
+from mcp_agent_kit.store.base import StoreError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (

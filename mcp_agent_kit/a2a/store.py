@@ -3,7 +3,8 @@
 A task is a plain dict in ProtoJSON shape plus private keys starting with "_" (`_owner`, `_updated`,
 `_pending`) that are never sent. Listing order is newest status timestamp first, ties by id, with an
 opaque cursor of the last (timestamp, id) returned. Rules: no locking of its own (the engine holds one
-lock around every store call); no protocol errors, only StoreError.
+lock around every store call); no protocol errors, only store.base's StoreError (a refused write:
+duplicate id, full).
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
-
-class StoreError(RuntimeError):
-    """The store refused a write (duplicate id, full)."""
+from mcp_agent_kit.store.base import StoreError
 
 
 class Query(NamedTuple):

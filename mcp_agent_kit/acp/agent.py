@@ -32,9 +32,10 @@ import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_connection import AgentConnection
 from mcp_agent_kit.acp.agent_session import JsonSessionStore, MemoryStore, Session, SessionStore, now
-from mcp_agent_kit.acp.connection import Connection, RpcError
+from mcp_agent_kit.acp.connection import Connection
 from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, ClientRequestError, Permission, ToolCall, Turn
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 __all__ = ["Agent", "Cancelled", "ClientCapabilityError", "ClientRequestError", "ConfigOption", "JsonSessionStore",
            "MemoryStore", "Permission", "RpcError", "Session", "ToolCall", "Turn", "updates"]

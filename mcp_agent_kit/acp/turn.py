@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_session import Message, Session
-from mcp_agent_kit.acp.connection import RequestTimeout, RpcError
+from mcp_agent_kit.acp.connection import RequestTimeout
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 
 class Cancelled(Exception):

@@ -13,7 +13,8 @@ from mcp_agent_kit.a2a import lifecycle
 from mcp_agent_kit.a2a.listing import list_tasks
 from mcp_agent_kit.a2a.protocol import now_iso, parse_iso
 from mcp_agent_kit.a2a.sqlite_store import SqliteStore
-from mcp_agent_kit.a2a.store import MemoryStore, StoreError, TaskStore
+from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
+from mcp_agent_kit.store import StoreError
 
 STATES = sorted(lifecycle.STATES)
 
