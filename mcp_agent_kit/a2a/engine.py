@@ -33,7 +33,7 @@ from mcp_agent_kit.a2a.messages import (
 from mcp_agent_kit.a2a.protocol import CANCELED, COMPLETED, FAILED, SUBMITTED, A2AError, now_iso
 from mcp_agent_kit.a2a.replication import LAPSED, Replication
 from mcp_agent_kit.a2a.shared_store import Conflict, SharedTaskStore
-from mcp_agent_kit.a2a.store import MemoryStore, TaskStore, view
+from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore, view
 from mcp_agent_kit.core.worker_pool import DEFAULT_WORKERS, WorkerPool
 from mcp_agent_kit.store.base import StoreError
 
@@ -53,7 +53,7 @@ class TaskEngine:
     def __init__(self, agent: Agent, store: TaskStore | None = None, *, wait_timeout: float = 300.0,
                  workers: int = DEFAULT_WORKERS, max_running_per_owner: int = 1_000) -> None:
         self.agent = agent
-        self.store: TaskStore = store if store is not None else MemoryStore()
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.wait_timeout = wait_timeout
         self.pool = WorkerPool(workers, name="a2a-task")
         self.max_running_per_owner = max_running_per_owner

@@ -48,7 +48,7 @@ def _row(task: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-class SqliteStore:
+class SqliteTaskStore:
     """Tasks in sqlite; finished tasks older than `ttl` seconds are purged (None keeps them)."""
 
     def __init__(

@@ -63,7 +63,7 @@ def matches(task: dict[str, Any], query: Query) -> bool:
     return query.after is None or str(task["status"].get("timestamp", "")) > query.after
 
 
-class MemoryStore:
+class MemoryTaskStore:
     """Tasks in a dict. Finished tasks older than `ttl` seconds are evicted; at `max_tasks` the oldest
     finished task makes room, and at `max_per_owner` the owner's oldest finished task does (so one
     principal's tasks never push out another's); when none has finished the insert is refused.
@@ -147,3 +147,6 @@ class MemoryStore:
             finished = sorted((t["_updated"], k) for k, t in self._tasks.items() if t["status"]["state"] in TERMINAL)
             for _, task_id in finished[: len(self._tasks) - self.max_tasks + 1]:
                 self._drop(task_id)
+
+
+MemoryStore = MemoryTaskStore  # the name docs/limits.md used, kept importable

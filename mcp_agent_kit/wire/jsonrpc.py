@@ -123,6 +123,10 @@ class RpcError(Exception):
             error["data"] = self.data
         return error
 
+    def reply(self, id_: Id | None) -> dict[str, Any]:
+        """The error reply to request `id_` (None: an id that could not be read)."""
+        return error_reply(id_, self.code, self.message, self.data)
+
 
 class Incoming:
     """One classified inbound message. For kind "invalid", `reply` is the error to send."""
