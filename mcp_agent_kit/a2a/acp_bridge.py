@@ -85,7 +85,7 @@ class AcpBridge(Agent):
         text = _text(message)
         if task is None:
             if not text.strip():
-                raise A2AError("InvalidParams", "Invalid params: the message has no text for the agent")
+                raise A2AError("InvalidParams", detail="the message has no text for the agent")
             return lambda job: self._start(job, text)
         with self._lock:
             run = self.runs.get(str(task["id"]))
@@ -96,7 +96,7 @@ class AcpBridge(Agent):
                        if text.strip().lower() in (o.option_id.lower(), o.kind.lower(), o.name.lower())), None)
         if chosen is None:
             ids = ", ".join(o.option_id for o in run.question.options)
-            raise A2AError("InvalidParams", f"Invalid params: answer with one of the option ids: {ids}")
+            raise A2AError("InvalidParams", detail=f"answer with one of the option ids: {ids}")
         return lambda job: self._answer(job, run, chosen)
 
     def _session(self, context_id: str) -> Session:

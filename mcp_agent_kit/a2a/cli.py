@@ -18,7 +18,7 @@ import logging
 
 from mcp_agent_kit.a2a.engine import Agent, TaskEngine
 from mcp_agent_kit.a2a.http import MAX_BODY, principal_for, serve
-from mcp_agent_kit.a2a.store import MemoryStore, TaskStore
+from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
@@ -63,13 +63,13 @@ def is_legacy_path(value: str | None) -> bool:
 def build_store(args: argparse.Namespace) -> TaskStore:
     """The task store `--store` names: memory, the older sqlite file, or tasks shared on a store.Store."""
     if is_legacy_path(args.store):
-        from mcp_agent_kit.a2a.sqlite_store import SqliteStore
+        from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
 
-        return SqliteStore(args.store)
+        return SqliteTaskStore(args.store)
     options = store_from_args(args)
     if not options.store.shared:
         options.store.close()
-        return MemoryStore()  # the in-process default, as fast as ever
+        return MemoryTaskStore()  # the in-process default, as fast as ever
     from mcp_agent_kit.a2a.shared_store import SharedTaskStore
 
     return SharedTaskStore(options.store, options.replica, options.lease_s)
@@ -157,7 +157,7 @@ def acp_main(argv: list[str]) -> int:
     except AcpError as exc:
         return fail(f"cannot start the ACP agent {command[0]!r}: {exc}", "check the command after --")
     try:
-        engine = TaskEngine(AcpBridge(acp, cwd, args.approve), MemoryStore())
+        engine = TaskEngine(AcpBridge(acp, cwd, args.approve), MemoryTaskStore())
         return serve(engine, host, port, tokens=tokens)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

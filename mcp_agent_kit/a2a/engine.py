@@ -33,8 +33,9 @@ from mcp_agent_kit.a2a.messages import (
 from mcp_agent_kit.a2a.protocol import CANCELED, COMPLETED, FAILED, SUBMITTED, A2AError, now_iso
 from mcp_agent_kit.a2a.replication import LAPSED, Replication
 from mcp_agent_kit.a2a.shared_store import Conflict, SharedTaskStore
-from mcp_agent_kit.a2a.store import MemoryStore, StoreError, TaskStore, view
+from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore, view
 from mcp_agent_kit.core.worker_pool import DEFAULT_WORKERS, WorkerPool
+from mcp_agent_kit.store.base import StoreError
 
 __all__ = ["KEEPALIVE", "MAX_BEHIND", "Agent", "Job", "TaskEngine", "Work"]
 log = logging.getLogger("mcp_agent_kit.a2a")
@@ -42,7 +43,7 @@ _END: Event = {}
 KEEPALIVE: Event = {}  # yielded by an open-ended stream that has been idle for KEEPALIVE_S
 KEEPALIVE_S = 15.0
 MAX_BEHIND = 1024  # events one subscriber may have unread; one more and its stream ends (memory stays bounded)
-TOO_MANY = "Internal error: too many unfinished tasks for this principal; try again later"
+TOO_MANY = "too many unfinished tasks for this principal; try again later"
 CAS_TRIES = 20  # compare-and-set rounds against other replicas' writes before giving up
 
 
@@ -52,7 +53,7 @@ class TaskEngine:
     def __init__(self, agent: Agent, store: TaskStore | None = None, *, wait_timeout: float = 300.0,
                  workers: int = DEFAULT_WORKERS, max_running_per_owner: int = 1_000) -> None:
         self.agent = agent
-        self.store: TaskStore = store if store is not None else MemoryStore()
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.wait_timeout = wait_timeout
         self.pool = WorkerPool(workers, name="a2a-task")
         self.max_running_per_owner = max_running_per_owner
@@ -79,7 +80,7 @@ class TaskEngine:
         config = params.get("configuration")
         config = {} if config is None else config
         if not isinstance(config, dict):
-            raise A2AError("InvalidParams", "Invalid params: configuration must be an object")
+            raise A2AError("InvalidParams", detail="configuration must be an object")
         immediate = flag_param(config, "returnImmediately", "return_immediately")
         history_length = count_param(config, "historyLength", "history_length")
         check_media_types(message, self.agent.accepted_media_types())
@@ -88,7 +89,7 @@ class TaskEngine:
         try:
             with self._lock:
                 if self._running.get(owner, 0) >= self.max_running_per_owner:
-                    raise A2AError("Internal", TOO_MANY)
+                    raise A2AError("Internal", detail=TOO_MANY)
                 job, snapshot = self._open(owner, message)
                 self._running[owner] = self._running.get(owner, 0) + 1
         except BaseException:
@@ -162,7 +163,7 @@ class TaskEngine:
         assert self.replicas is not None
         outcome = self.replicas.outcome(owner, message_id, self.wait_timeout)
         if outcome is None:
-            raise A2AError("Internal", f"Internal error: message {message_id} is still being accepted; retry later")
+            raise A2AError("Internal", detail=f"message {message_id} is still being accepted; retry later")
         if "message" in outcome:
             return iter([{"message": outcome["message"]}]) if stream else {"message": outcome["message"]}
         task = self._owned(owner, {"id": outcome["taskId"]})
@@ -206,7 +207,7 @@ class TaskEngine:
             if context is not None and context != task["contextId"]:
                 raise A2AError(
                     "InvalidParams",
-                    f"Invalid params: message.contextId does not match task {task_id}",
+                    detail=f"message.contextId does not match task {task_id}",
                     violations=[("message.contextId", f"task {task_id} belongs to another context")],
                 )
             job = Job(self, message, owner, task_id, task["contextId"])
@@ -249,7 +250,7 @@ class TaskEngine:
                 self.store.insert(task)
             except StoreError as exc:
                 del self._jobs[task_id]
-                raise A2AError("Internal", f"Internal error: {exc}") from exc
+                raise A2AError("Internal", detail=f"{exc}") from exc
             job.task_id = task_id
             if self.replicas is not None:
                 self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task_id})
@@ -464,7 +465,7 @@ class TaskEngine:
         if not isinstance(task_id, str) or not task_id:
             raise A2AError(
                 "InvalidParams",
-                f"Invalid params: {field} must be a non-empty string",
+                detail=f"{field} must be a non-empty string",
                 violations=[(field, "must be a non-empty string")],
             )
         with self._lock:

@@ -213,7 +213,7 @@ class A2ARequestHandler(Handler):
             log.debug("stream client went away")
         except Exception as exc:
             log.exception("A2A stream failed")
-            error = A2AError("Internal", f"Internal error: {type(exc).__name__}")
+            error = A2AError("Internal", detail=type(exc).__name__)
             with contextlib.suppress(OSError):
                 self.wfile.write(b"event: error\ndata: " + json.dumps(frame(error)).encode() + b"\n\n")
         finally:

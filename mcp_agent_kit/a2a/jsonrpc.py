@@ -75,14 +75,14 @@ def handle(engine: TaskEngine, body: bytes, version: str | None, owner: str) -> 
         method = str(incoming.message["method"])
         entry = METHODS.get(method)
         if entry is None:
-            raise A2AError("MethodNotFound", f"Method not found: {method}")
+            raise A2AError("MethodNotFound", detail=method)
         operation, streams = entry
         result = operation(engine, owner, incoming.message.get("params") or {})
     except A2AError as exc:
         return error(id_, exc)
     except Exception as exc:
         log.exception("A2A %s failed", incoming.message.get("method"))
-        return error(id_, A2AError("Internal", f"Internal error: {type(exc).__name__}"))
+        return error(id_, A2AError("Internal", detail=type(exc).__name__))
     if streams:
         return Reply(stream=result, id_=id_)
     return Reply({"jsonrpc": "2.0", "id": id_, "result": result})

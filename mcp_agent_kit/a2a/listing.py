@@ -21,7 +21,7 @@ MAX_PAGE = 100
 
 
 def _bad(field: str, why: str) -> A2AError:
-    return A2AError("InvalidParams", f"Invalid params: {field} {why}", violations=[(field, why)])
+    return A2AError("InvalidParams", detail=f"{field} {why}", violations=[(field, why)])
 
 
 def encode_cursor(key: tuple[str, str]) -> str:

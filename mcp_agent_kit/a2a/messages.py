@@ -41,7 +41,7 @@ def camel(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def invalid(field: str, why: str) -> A2AError:
-    return A2AError("InvalidParams", f"Invalid params: {field}: {why}", violations=[(field, why)])
+    return A2AError("InvalidParams", detail=f"{field}: {why}", violations=[(field, why)])
 
 
 def _string(obj: dict[str, Any], key: str, where: str, required: bool = False) -> str | None:
@@ -170,7 +170,7 @@ def flag_param(obj: dict[str, Any], *names: str) -> bool:
             if not isinstance(value, bool):
                 raise A2AError(
                     "InvalidParams",
-                    f"Invalid params: {name} must be a boolean",
+                    detail=f"{name} must be a boolean",
                     violations=[(name, "must be a boolean")],
                 )
             return value
@@ -184,7 +184,7 @@ def count_param(obj: dict[str, Any], *names: str) -> int | None:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise A2AError(
                     "InvalidParams",
-                    f"Invalid params: {name} must be a non-negative integer",
+                    detail=f"{name} must be a non-negative integer",
                     violations=[(name, "must be a non-negative integer")],
                 )
             return value

@@ -1,7 +1,8 @@
 """protocol: A2A v1.0 facts as tables — error codes, reasons and HTTP statuses, task states, timestamps.
 
-Rules: pure data and tiny pure functions; no I/O, no threads, no knowledge of tools or stores.
-The wire is ProtoJSON: enums by their proto names, timestamps in UTC with a `Z`.
+Rules: pure data and tiny pure functions (the standard JSON-RPC texts come from wire.jsonrpc);
+no I/O, no threads, no knowledge of tools or stores. The wire is ProtoJSON: enums by their proto
+names, timestamps in UTC with a `Z`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from typing import Any, Final
+
+from mcp_agent_kit.wire import jsonrpc as rpc
 
 DOMAIN: Final = "a2a-protocol.org"
 ERROR_INFO: Final = "type.googleapis.com/google.rpc.ErrorInfo"
@@ -51,19 +54,28 @@ ERRORS: Final[dict[str, tuple[int, str | None, int, str, str]]] = {
         "Extension support required",
     ),
     "VersionNotSupported": (-32009, "VERSION_NOT_SUPPORTED", 400, "FAILED_PRECONDITION", "Version not supported"),
-    "ParseError": (-32700, None, 400, "INVALID_ARGUMENT", "Parse error"),
-    "InvalidRequest": (-32600, None, 400, "INVALID_ARGUMENT", "Invalid request"),
-    "MethodNotFound": (-32601, None, 404, "NOT_FOUND", "Method not found"),
-    "InvalidParams": (-32602, None, 400, "INVALID_ARGUMENT", "Invalid params"),
-    "Internal": (-32603, None, 500, "INTERNAL", "Internal error"),
+    # the standard JSON-RPC codes, their texts from wire.jsonrpc's table (A2A spells "Invalid request")
+    "ParseError": (rpc.PARSE_ERROR, None, 400, "INVALID_ARGUMENT", rpc.MESSAGES[rpc.PARSE_ERROR]),
+    "InvalidRequest": (rpc.INVALID_REQUEST, None, 400, "INVALID_ARGUMENT", "Invalid request"),
+    "MethodNotFound": (rpc.METHOD_NOT_FOUND, None, 404, "NOT_FOUND", rpc.MESSAGES[rpc.METHOD_NOT_FOUND]),
+    "InvalidParams": (rpc.INVALID_PARAMS, None, 400, "INVALID_ARGUMENT", rpc.MESSAGES[rpc.INVALID_PARAMS]),
+    "Internal": (rpc.INTERNAL_ERROR, None, 500, "INTERNAL", rpc.MESSAGES[rpc.INTERNAL_ERROR]),
     "Unauthenticated": (-32600, "UNAUTHENTICATED", 401, "UNAUTHENTICATED", "Authentication required"),
     "PermissionDenied": (-32600, "PERMISSION_DENIED", 403, "PERMISSION_DENIED", "Permission denied"),
     "PayloadTooLarge": (-32600, "PAYLOAD_TOO_LARGE", 413, "INVALID_ARGUMENT", "Request body too large"),
 }
 
 
+_NAME_OF_CODE: Final = {code: name for name, (code, *_) in reversed(ERRORS.items())}  # each code's first name
+
+
 class A2AError(Exception):
-    """One A2A or JSON-RPC error; bindings render it (JSON-RPC error object or AIP-193 body)."""
+    """One A2A or JSON-RPC error: raised by the server (bindings render it as a JSON-RPC error object
+    or an AIP-193 body) and by A2A clients for a call that failed (`A2AError.call_failed`).
+
+    `A2AError("InvalidParams", detail="x")` reads "Invalid params: x" (the name's text from ERRORS,
+    then the detail); `message` replaces the text instead.
+    """
 
     def __init__(
         self,
@@ -71,17 +83,32 @@ class A2AError(Exception):
         message: str | None = None,
         metadata: dict[str, Any] | None = None,
         violations: list[tuple[str, str]] | None = None,
+        *,
+        detail: str | None = None,
     ) -> None:
         code, reason, status, grpc, text = ERRORS[name]
-        super().__init__(message or text)
+        if not message:
+            message = text if detail is None else f"{text}: {detail}"
+        super().__init__(message)
         self.name = name
         self.code = code
         self.reason = reason
         self.status = status
         self.grpc = grpc
-        self.message = message or text
+        self.message = message
         self.metadata = {key: str(value) for key, value in (metadata or {}).items()}
         self.violations = violations or []
+        self.unreachable = False  # a client's call: no connection at all (not an error the agent answered)
+
+    @classmethod
+    def call_failed(cls, message: str, code: int | None = None, *, unreachable: bool = False) -> A2AError:
+        """A client's call to an agent failed: unreachable, answered with an error (its JSON-RPC
+        `code`, kept as is), or sent something that cannot be read (InvalidAgentResponse)."""
+        name = "InvalidAgentResponse" if code is None else _NAME_OF_CODE.get(code, "InvalidAgentResponse")
+        error = cls(name, message)
+        error.code = error.code if code is None else code
+        error.unreachable = unreachable
+        return error
 
     def details(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -109,7 +109,7 @@ def _query(pairs: dict[str, list[str]]) -> dict[str, Any]:
             if not value.isdigit():
                 raise A2AError(
                     "InvalidParams",
-                    f"Invalid params: {key} must be a non-negative integer",
+                    detail=f"{key} must be a non-negative integer",
                     violations=[(key, "must be a non-negative integer")],
                 )
             params[key] = int(value)
@@ -142,9 +142,9 @@ def route(
                 try:
                     payload = json.loads(body)
                 except ValueError as exc:
-                    raise A2AError("ParseError", f"Parse error: {exc}") from None
+                    raise A2AError("ParseError", detail=f"{exc}") from None
                 if not isinstance(payload, dict):
-                    raise A2AError("InvalidRequest", "Invalid request: the body must be a JSON object")
+                    raise A2AError("InvalidRequest", detail="the body must be a JSON object")
                 params.update(payload)
             params.update(found.groupdict())
             result = handler(engine, owner, params)
@@ -152,7 +152,7 @@ def route(
             return failure(exc)
         except Exception as exc:
             log.exception("A2A REST %s %s failed", method, path)
-            return failure(A2AError("Internal", f"Internal error: {type(exc).__name__}"))
+            return failure(A2AError("Internal", detail=type(exc).__name__))
         return RestReply(200, stream=result) if streams else RestReply(200, result)
     if allowed:
         refused = A2AError("MethodNotFound", f"{method} is not allowed on {path}").rest_error()

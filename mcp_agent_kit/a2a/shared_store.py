@@ -19,8 +19,8 @@ from collections.abc import Container
 from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import STATES, TERMINAL, is_final
-from mcp_agent_kit.a2a.store import Query, StoreError
-from mcp_agent_kit.store.base import Record, Store
+from mcp_agent_kit.a2a.store import Query
+from mcp_agent_kit.store.base import Record, Store, StoreError
 
 KIND = "a2a_tasks"
 UNFINISHED = tuple(sorted(STATES - TERMINAL))

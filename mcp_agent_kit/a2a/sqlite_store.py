@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import TERMINAL
-from mcp_agent_kit.a2a.store import Query, StoreError
+from mcp_agent_kit.a2a.store import Query
+from mcp_agent_kit.store.base import StoreError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -47,7 +48,7 @@ def _row(task: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-class SqliteStore:
+class SqliteTaskStore:
     """Tasks in sqlite; finished tasks older than `ttl` seconds are purged (None keeps them)."""
 
     def __init__(

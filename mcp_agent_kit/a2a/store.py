@@ -3,7 +3,8 @@
 A task is a plain dict in ProtoJSON shape plus private keys starting with "_" (`_owner`, `_updated`,
 `_pending`) that are never sent. Listing order is newest status timestamp first, ties by id, with an
 opaque cursor of the last (timestamp, id) returned. Rules: no locking of its own (the engine holds one
-lock around every store call); no protocol errors, only StoreError.
+lock around every store call); no protocol errors, only store.base's StoreError (a refused write:
+duplicate id, full).
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
-
-class StoreError(RuntimeError):
-    """The store refused a write (duplicate id, full)."""
+from mcp_agent_kit.store.base import StoreError
 
 
 class Query(NamedTuple):
@@ -64,7 +63,7 @@ def matches(task: dict[str, Any], query: Query) -> bool:
     return query.after is None or str(task["status"].get("timestamp", "")) > query.after
 
 
-class MemoryStore:
+class MemoryTaskStore:
     """Tasks in a dict. Finished tasks older than `ttl` seconds are evicted; at `max_tasks` the oldest
     finished task makes room, and at `max_per_owner` the owner's oldest finished task does (so one
     principal's tasks never push out another's); when none has finished the insert is refused.
@@ -148,3 +147,6 @@ class MemoryStore:
             finished = sorted((t["_updated"], k) for k, t in self._tasks.items() if t["status"]["state"] in TERMINAL)
             for _, task_id in finished[: len(self._tasks) - self.max_tasks + 1]:
                 self._drop(task_id)
+
+
+MemoryStore = MemoryTaskStore  # the name docs/limits.md used, kept importable

@@ -149,7 +149,7 @@ class ToolAgent(Agent):
         ]
         if wrong:
             detail = "; ".join(why for _, why in wrong)
-            raise A2AError("InvalidParams", f"Invalid params: arguments for {tool.name}: {detail}", violations=wrong)
+            raise A2AError("InvalidParams", detail=f"arguments for {tool.name}: {detail}", violations=wrong)
         if missing:
             return lambda job: self._ask_arguments(job, tool, arguments, missing)
         return lambda job: self._execute(job, tool, arguments, answers or {}, state or {})

@@ -31,19 +31,25 @@ from typing import IO, Any, TypeVar
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_connection import AgentConnection
-from mcp_agent_kit.acp.agent_session import JsonSessionStore, MemoryStore, Session, SessionStore, now
-from mcp_agent_kit.acp.connection import Connection, RpcError
+from mcp_agent_kit.acp.agent_session import AgentSession, AgentSessionStore, JsonSessionStore, MemorySessionStore, now
+from mcp_agent_kit.acp.connection import Connection
 from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, ClientRequestError, Permission, ToolCall, Turn
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
-__all__ = ["Agent", "Cancelled", "ClientCapabilityError", "ClientRequestError", "ConfigOption", "JsonSessionStore",
-           "MemoryStore", "Permission", "RpcError", "Session", "ToolCall", "Turn", "updates"]
+__all__ = ["Agent", "AgentSession", "AgentSessionStore", "Cancelled", "ClientCapabilityError", "ClientRequestError",
+           "ConfigOption", "JsonSessionStore", "MemorySessionStore", "MemoryStore", "Permission", "RpcError", "Session",
+           "ToolCall", "Turn", "updates"]
+# The documented names, kept importable; the classes are named AgentSession and MemorySessionStore
+# (acp.Session is the client's session, store.memory.MemoryStore the records store).
+Session = AgentSession
+MemoryStore = MemorySessionStore
 
 PromptHandler = Callable[[Turn], str | None]
-SessionHook = Callable[[Session], None]
-ListHook = Callable[[list[Session]], list[Session]]
-ConfigHook = Callable[[Session, str, str], None]
-ForkHook = Callable[[Session, Session], None]
+SessionHook = Callable[[AgentSession], None]
+ListHook = Callable[[list[AgentSession]], list[AgentSession]]
+ConfigHook = Callable[[AgentSession, str, str], None]
+ForkHook = Callable[[AgentSession, AgentSession], None]
 MethodHandler = Callable[[dict[str, Any]], Any]
 F = TypeVar("F", bound=Callable[..., Any])
 PAGE = 50  # sessions per session/list page
@@ -122,14 +128,14 @@ class Agent:
     """An ACP agent: register handlers, then `run()` (stdio) or `serve(reader, writer)`."""
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
-                 store: SessionStore | None = None, prompt_capabilities: dict[str, bool] | None = None,
+                 store: AgentSessionStore | None = None, prompt_capabilities: dict[str, bool] | None = None,
                  mcp_capabilities: dict[str, bool] | None = None, request_timeout: float = 60.0,
                  permission_timeout: float = 600.0, max_line: int = 16 << 20) -> None:
         """prompt_capabilities: which extra content blocks prompts may carry ({"image": True, ...});
         mcp_capabilities: which MCP server transports besides stdio sessions may be handed ({"http": True});
         request_timeout / permission_timeout bound every wait for the client (seconds)."""
         self.info: dict[str, Any] = {"name": name, "version": version, **({"title": title} if title else {})}
-        self.store: SessionStore = store if store is not None else MemoryStore()
+        self.store: AgentSessionStore = store if store is not None else MemorySessionStore()
         self.prompt_capabilities = dict(prompt_capabilities or {})
         self.mcp_capabilities = dict(mcp_capabilities or {})
         self.request_timeout, self.permission_timeout, self.max_line = request_timeout, permission_timeout, max_line
@@ -259,12 +265,12 @@ class Agent:
         return {"protocolVersion": wire.PROTOCOL_VERSION, "agentCapabilities": self.capabilities(),
                 "agentInfo": self.info, "authMethods": []}
 
-    def _config_result(self, session: Session) -> dict[str, Any]:
+    def _config_result(self, session: AgentSession) -> dict[str, Any]:
         if not self.options:
             return {}
         return {"configOptions": [o.to_json(session.config.get(o.id, o.default)) for o in self.options.values()]}
 
-    def _session(self, params: dict[str, Any], *, stored: bool = False) -> Session:
+    def _session(self, params: dict[str, Any], *, stored: bool = False) -> AgentSession:
         """The session `params.sessionId` names: one opened in this process (by session/new or
         session/load), or with `stored`, any the store holds. -32002 otherwise."""
         session_id = _string(params, "sessionId")
@@ -276,7 +282,7 @@ class Agent:
         return session
 
     def _new(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = Session(uuid.uuid4().hex, _absolute(params, "cwd"), _directories(params),
+        session = AgentSession(uuid.uuid4().hex, _absolute(params, "cwd"), _directories(params),
                           mcp_servers=_servers(params))
         session.config = {o.id: o.default for o in self.options.values()}
         hook = self._hooks.get("new")
@@ -441,11 +447,11 @@ class Agent:
         if self.connection is not None:
             self.connection.notify(wire.SESSION_UPDATE, {"sessionId": session_id, "update": update})
 
-    def send_update(self, session: Session, update: dict[str, Any]) -> None:
+    def send_update(self, session: AgentSession, update: dict[str, Any]) -> None:
         """Send a `session/update` outside a turn (e.g. `available_commands_update` from a session hook)."""
         self._notify_update(session.session_id, update)
 
-    def send_session_info(self, session: Session) -> None:
+    def send_session_info(self, session: AgentSession) -> None:
         """Tell the client the session's title and update time (`session_info_update`)."""
         self._notify_update(session.session_id, updates.session_info(session.title, session.updated_at))
 

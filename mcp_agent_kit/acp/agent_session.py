@@ -1,9 +1,9 @@
 """acp.agent_session: an agent's sessions — their history, config values and state — and where they are kept.
 
-A Session is plain data the agent owns: id, cwd, extra directories, title, update time, the
+An AgentSession is plain data the agent owns: id, cwd, extra directories, title, update time, the
 conversation history (user and agent messages as content blocks, replayed by `session/load`),
 the current config option values and a JSON-able `state` dict for the author. A store keeps
-sessions: MemoryStore for one process, JsonSessionStore for one JSON file per session under a
+sessions: MemorySessionStore for one process, JsonSessionStore for one JSON file per session under a
 directory, so a new process can load them. Rules: no I/O beyond the store's own directory; no
 protocol knowledge beyond the SessionInfo field names; session ids from clients are checked
 before they become file names; every file read is size-capped.
@@ -55,7 +55,7 @@ REPLAY = {"user": updates.user_message, "agent": updates.agent_message}
 
 
 @dataclass
-class Session:
+class AgentSession:
     """One ACP session as the agent sees it."""
 
     session_id: str
@@ -87,11 +87,11 @@ class Session:
         data["updatedAt"] = self.updated_at
         return data
 
-    def forked(self, session_id: str, cwd: str) -> Session:
+    def forked(self, session_id: str, cwd: str) -> AgentSession:
         """A copy of this session under a new id (history, title, config values and state, deep-copied)."""
         data = json.loads(json.dumps(self.to_json()))
         data.update(sessionId=session_id, cwd=cwd, updatedAt=now())
-        return Session.from_json(data)
+        return AgentSession.from_json(data)
 
     def to_json(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "cwd": self.cwd, "additionalDirectories": self.additional_directories,
@@ -99,37 +99,37 @@ class Session:
                 "config": self.config, "state": self.state}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Session:
+    def from_json(cls, data: dict[str, Any]) -> AgentSession:
         return cls(str(data["sessionId"]), str(data["cwd"]), list(data.get("additionalDirectories") or []),
                    data.get("title"), str(data.get("updatedAt") or now()),
                    [Message.from_json(m) for m in data.get("history") or []],
                    dict(data.get("config") or {}), dict(data.get("state") or {}))
 
 
-class SessionStore(Protocol):
+class AgentSessionStore(Protocol):
     """Where sessions are kept between turns (and, for a persistent store, between processes)."""
 
-    def get(self, session_id: str) -> Session | None: ...
+    def get(self, session_id: str) -> AgentSession | None: ...
 
-    def put(self, session: Session) -> None: ...
+    def put(self, session: AgentSession) -> None: ...
 
     def delete(self, session_id: str) -> None: ...
 
-    def all(self) -> list[Session]: ...
+    def all(self) -> list[AgentSession]: ...
 
 
-class MemoryStore:
+class MemorySessionStore:
     """Sessions in a dict: they live as long as the process."""
 
     def __init__(self) -> None:
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, AgentSession] = {}
         self._lock = threading.Lock()
 
-    def get(self, session_id: str) -> Session | None:
+    def get(self, session_id: str) -> AgentSession | None:
         with self._lock:
             return self._sessions.get(session_id)
 
-    def put(self, session: Session) -> None:
+    def put(self, session: AgentSession) -> None:
         with self._lock:
             self._sessions[session.session_id] = session
 
@@ -137,7 +137,7 @@ class MemoryStore:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def all(self) -> list[Session]:
+    def all(self) -> list[AgentSession]:
         with self._lock:
             return list(self._sessions.values())
 
@@ -149,20 +149,20 @@ class JsonSessionStore:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
-        self._cache = MemoryStore()
+        self._cache = MemorySessionStore()
         self._lock = threading.Lock()
 
     def _path(self, session_id: str) -> Path | None:
         return self.directory / f"{session_id}.json" if SAFE_ID.fullmatch(session_id) else None
 
-    def _read(self, path: Path) -> Session | None:
+    def _read(self, path: Path) -> AgentSession | None:
         try:
             data = json.loads(safefile.read_text(path, limit=RECORD_LIMIT, root=self.directory))
-            return Session.from_json(data) if isinstance(data, dict) else None
+            return AgentSession.from_json(data) if isinstance(data, dict) else None
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing, unsafe, too large or not a session file: as if absent
 
-    def get(self, session_id: str) -> Session | None:
+    def get(self, session_id: str) -> AgentSession | None:
         cached = self._cache.get(session_id)
         if cached is not None:
             return cached
@@ -173,7 +173,7 @@ class JsonSessionStore:
             return session
         return None
 
-    def put(self, session: Session) -> None:
+    def put(self, session: AgentSession) -> None:
         path = self._path(session.session_id)
         if path is None:
             raise ValueError(f"session id {session.session_id!r} cannot name a file")
@@ -200,7 +200,7 @@ class JsonSessionStore:
             with self._lock:
                 path.unlink(missing_ok=True)
 
-    def all(self) -> list[Session]:
+    def all(self) -> list[AgentSession]:
         try:
             paths = sorted(self.directory.glob("*.json"))[:LIST_LIMIT]
         except OSError:

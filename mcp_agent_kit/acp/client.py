@@ -25,13 +25,14 @@ from typing import Any
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp import files
-from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout, RpcError
+from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout
 from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported
 from mcp_agent_kit.acp.permissions import DenyAll, PermissionOption, PermissionRequest, Policy, parse_options, selected
 from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.acp.terminals import Terminals
 from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MAX_EARLY = 1000
 

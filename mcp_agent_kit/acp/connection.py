@@ -28,6 +28,7 @@ from typing import IO, Any
 
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MIB = 1 << 20
 DEFAULT_MAX_LINE = 16 * MIB
@@ -37,24 +38,6 @@ DEFAULT_MAX_HANDLERS = 32
 RequestHandler = Callable[[Any], Any]
 NotificationHandler = Callable[[Any], None]
 Fallback = Callable[[str, Any], None]
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: raised by a handler to answer with it, raised by `Pending.wait` on an error reply."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        detail = ""
-        if data is not None:  # agents put the real reason here (Qwen: {"details": "Connection error."})
-            shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-            detail = ": " + (shown if len(shown) <= 300 else shown[:300] + "...")
-        super().__init__(f"{message} ({wire.error_name(code)}, code {code}){detail}")
-        self.code, self.message, self.data = code, message, data
-
-    def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 class ConnectionClosed(Exception):
@@ -289,9 +272,10 @@ class Connection:
         if error is not None:
             code = error.get("code") if isinstance(error, dict) else None
             text = error.get("message") if isinstance(error, dict) else None
-            pending.settle(error=RpcError(code if isinstance(code, int) else wire.INTERNAL_ERROR,
-                                          text if isinstance(text, str) else str(error),
-                                          error.get("data") if isinstance(error, dict) else None))
+            code = code if isinstance(code, int) else wire.INTERNAL_ERROR
+            pending.settle(error=RpcError.described(code, text if isinstance(text, str) else str(error),
+                                                    error.get("data") if isinstance(error, dict) else None,
+                                                    name=wire.error_name(code)))
         else:
             pending.settle(result=message.get("result"))
 
@@ -333,7 +317,7 @@ class Connection:
     def _answer(self, request_id: Any, result: Any = None, error: RpcError | None = None) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
-            reply["error"] = error.to_json()
+            reply["error"] = error.to_error()
         else:
             reply["result"] = result
         try:

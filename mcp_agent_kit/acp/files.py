@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcp_agent_kit.safefile as safefile
-from mcp_agent_kit.acp.connection import RpcError
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MAX_READ = 16 * safefile.MIB
 MAX_WRITE = 16 * safefile.MIB

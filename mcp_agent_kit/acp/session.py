@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RpcError
+from mcp_agent_kit.acp.connection import Connection, ConnectionClosed
 from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported, TurnTimeout
 from mcp_agent_kit.acp.files import Roots
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MAX_BACKGROUND = 10_000
 POLL = 0.05

@@ -19,10 +19,10 @@ import subprocess
 import threading
 from typing import Any
 
-from mcp_agent_kit.acp.connection import RpcError
 from mcp_agent_kit.acp.files import Roots
 from mcp_agent_kit.process import minimal_environment
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MAX_OUTPUT = 1 << 20
 MAX_TERMINALS = 16

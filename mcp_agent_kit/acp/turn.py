@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_agent_kit.acp import updates
-from mcp_agent_kit.acp.agent_session import Message, Session
-from mcp_agent_kit.acp.connection import RequestTimeout, RpcError
+from mcp_agent_kit.acp.agent_session import AgentSession, Message
+from mcp_agent_kit.acp.connection import RequestTimeout
 from mcp_agent_kit.wire import acp as wire
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 
 class Cancelled(Exception):
@@ -159,7 +160,7 @@ class Terminal:
 class Turn:
     """The running `session/prompt`: what the author's handler receives."""
 
-    def __init__(self, session: Session, prompt: list[dict[str, Any]], outbound: Outbound,
+    def __init__(self, session: AgentSession, prompt: list[dict[str, Any]], outbound: Outbound,
                  client_capabilities: dict[str, Any], *, request_timeout: float = 60.0,
                  permission_timeout: float = 600.0) -> None:
         self.session = session

@@ -41,7 +41,7 @@ NotificationHandler = Callable[[dict[str, Any]], None]
 def reply_to_request(handler: RequestHandler | None, request: dict[str, Any], related: Any = None) -> dict[str, Any]:
     """The reply to a server→client request: the handler's, or method-not-found without one."""
     if handler is None:
-        return jsonrpc.error_reply(request["id"], jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request['method']}")
+        return jsonrpc.RpcError.method_not_found(request["method"]).reply(request["id"])
     return handler(request, related)
 
 

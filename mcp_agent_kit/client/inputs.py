@@ -94,7 +94,7 @@ class InputAnswerer:
         if method == "ping":
             return jsonrpc.result_reply(id_, {})
         if method not in INPUT_METHODS or self.callbacks[INPUT_METHODS[method][0]] is None:
-            return jsonrpc.error_reply(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+            return RpcError.method_not_found(method).reply(id_)
         params = message.get("params")
         try:
             return jsonrpc.result_reply(id_, self.answer(str(method), params if isinstance(params, dict) else {}))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth, OAuthConfig
+from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryTokenStore, OAuth, OAuthConfig
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://localhost:3000/callback"
@@ -36,4 +36,4 @@ def conformance_oauth(url: str, scenario: str, context: dict[str, Any]) -> OAuth
         grant=GRANTS.get(scenario, "authorization_code"), assertion=text("valid_jwt"),
         exchange={k: v for k in _EXCHANGE_KEYS if (v := text(k)) is not None},
     )
-    return OAuth(url, config, redirector=HeadlessRedirect(REDIRECT_URI), store=MemoryStore())
+    return OAuth(url, config, redirector=HeadlessRedirect(REDIRECT_URI), store=MemoryTokenStore())

@@ -24,7 +24,7 @@ from mcp_agent_kit.core.extension import CapabilityHook, Extension, ToolAnnotato
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
-from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 from mcp_agent_kit.wire.mcp import LEGACY, MODERN
 
 if TYPE_CHECKING:
@@ -88,21 +88,21 @@ def _with_hint(text: str, message: dict[str, Any]) -> str:
     return f"{text}; {hint}" if hint else text
 
 
-def modern_only_message(method: str, message: dict[str, Any]) -> str:
-    """The -32601 text for a 2026-07-28-only method reached without the `_meta` envelope."""
+def modern_only(method: str, message: dict[str, Any]) -> RpcError:
+    """The -32601 for a 2026-07-28-only method reached without the `_meta` envelope."""
     hint = bare_key_hint(message) or (
         f"send `{mcp.META_PROTOCOL_VERSION}` and `{mcp.META_CLIENT_CAPABILITIES}` in params._meta"
     )
-    return f"Method not found: {method} needs the 2026-07-28 _meta envelope: {hint}"
+    return RpcError.method_not_found(f"{method} needs the 2026-07-28 _meta envelope: {hint}")
 
 
 def _envelope_error(meta: dict[str, Any], message: dict[str, Any]) -> NoReturn:
     """Raise the -32602 for a _meta without a well-typed protocol version and capabilities."""
     for key, kind in ((mcp.META_PROTOCOL_VERSION, str), (mcp.META_CLIENT_CAPABILITIES, dict)):
         if key not in meta:
-            raise RpcError(INVALID_PARAMS, _with_hint(f'Invalid params: _meta is missing "{key}"', message))
+            raise RpcError.invalid_params(_with_hint(f'_meta is missing "{key}"', message))
         if not isinstance(meta[key], kind):
-            raise RpcError(INVALID_PARAMS, f'Invalid params: _meta "{key}" must be a {kind.__name__}')
+            raise RpcError.invalid_params(f'_meta "{key}" must be a {kind.__name__}')
     raise AssertionError("called for a well-formed _meta")
 
 
@@ -189,7 +189,7 @@ class Dispatcher:
             return jsonrpc.error_reply(id_, exc.code, exc.message, exc.data)
         except Exception:
             logger("mcp_agent_kit").exception("internal error while handling %s", message.get("method"))
-            return jsonrpc.error_reply(id_, INTERNAL_ERROR, "Internal error")
+            return jsonrpc.error_reply(id_, INTERNAL_ERROR, jsonrpc.MESSAGES[INTERNAL_ERROR])
         if cancel is not None and cancel.is_set():
             return None
         return {"jsonrpc": "2.0", "id": id_, "result": result}
@@ -222,7 +222,7 @@ class Dispatcher:
             raise mcp_unsupported(requested)
         meta = params.get("_meta") if isinstance(params, dict) else None
         if not isinstance(meta, dict) or not isinstance(params, dict):
-            raise RpcError(INVALID_PARAMS, "Invalid params: every request needs params._meta")
+            raise RpcError.invalid_params("every request needs params._meta")
         version = meta.get(mcp.META_PROTOCOL_VERSION)
         declared = meta.get(mcp.META_CLIENT_CAPABILITIES)
         if not isinstance(version, str) or not isinstance(declared, dict):
@@ -233,7 +233,7 @@ class Dispatcher:
             raise mcp_unsupported(version)
         entry = self.methods.get((method, MODERN))
         if entry is None or not (entry.needs is None or self._offers(entry.needs)):
-            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise RpcError.method_not_found(method)
         if entry.client_needs is not None:
             from mcp_agent_kit.core.context import capability_declared, missing_capability
 
@@ -243,7 +243,7 @@ class Dispatcher:
             check("params", message)
         level = meta.get(mcp.META_LOG_LEVEL)
         if level is not None and level not in mcp.LOG_LEVEL_RANK:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+            raise RpcError.invalid_params(f"unknown log level {level!r}")
         client_info = meta.get(mcp.META_CLIENT_INFO)
         call = Call(
             self, conn, method, message["id"], params, MODERN, version, declared,
@@ -260,8 +260,8 @@ class Dispatcher:
         entry = self.methods.get((method, LEGACY))
         if entry is None or not self._offers(entry.needs):
             if entry is None and (method, MODERN) in self.methods:
-                raise RpcError(jsonrpc.METHOD_NOT_FOUND, modern_only_message(method, message))
-            raise RpcError(jsonrpc.METHOD_NOT_FOUND, _with_hint(f"Method not found: {method}", message))
+                raise modern_only(method, message)
+            raise RpcError.method_not_found(_with_hint(method, message))
         params = message.get("params") or {}
         meta = _meta_of(params) or {}
         call = Call(

@@ -27,7 +27,7 @@ from mcp_agent_kit.core.context import InputBroker
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
-from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 from mcp_agent_kit.wire.mcp import LEGACY
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _new_table(limits: TaskLimits | None) -> TaskTable:
     from mcp_agent_kit.core.task_table import DEFAULT_LIMITS, TaskTable
 
     return TaskTable(render, limits=DEFAULT_LIMITS if limits is None else limits, changed=_announce,
-                     not_found=lambda task_id: "Failed to retrieve task: Task not found")
+                     not_found=lambda task_id: RpcError(INVALID_PARAMS, "Failed to retrieve task: Task not found"))
 
 
 def _may_run_as_task(registry: Any, tool: Any) -> bool:
@@ -130,7 +130,7 @@ def _work(tasks: TaskTable, task: TaskRecord, call: Call, tool: Any, arguments: 
         tasks.move(task, "failed", error=exc, message=exc.message)
         return
     except Exception as exc:  # execute_tool turns tool errors into results; this is our own bug
-        tasks.move(task, "failed", error=RpcError(INTERNAL_ERROR, f"Internal error: {exc}"))
+        tasks.move(task, "failed", error=RpcError.internal_error(f"{exc}"))
         return
     shaped = mcp.shape_legacy_result(result, call.version)
     failed = bool(shaped.get("isError"))
@@ -225,15 +225,15 @@ class LegacyTasksExtension:
         requested = call.params.get("task")
         if requested is None:
             if policy is not None and policy.required:
-                raise RpcError(METHOD_NOT_FOUND, f"Method not found: tool {tool.name!r} runs only as a task")
+                raise RpcError.method_not_found(f"tool {tool.name!r} runs only as a task")
             return None
         if policy is None:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: tool {tool.name!r} cannot run as a task")
+            raise RpcError.method_not_found(f"tool {tool.name!r} cannot run as a task")
         if not isinstance(requested, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: "task" must be an object')
+            raise RpcError.invalid_params('"task" must be an object')
         ttl = requested.get("ttl")
         if ttl is not None and (type(ttl) is not int or ttl < 0):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: "task.ttl" must be a non-negative integer')
+            raise RpcError.invalid_params('"task.ttl" must be a non-negative integer')
         limit = policy.ttl_ms
         ttl = limit if ttl is None else (ttl if limit is None else min(ttl, limit))
         tasks = self.table
@@ -272,7 +272,7 @@ class LegacyTasksExtension:
     # ---- tasks/* --------------------------------------------------------------------------------
     def _task(self, call: Call) -> tuple[TaskTable, TaskRecord]:
         if not offered(call):
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
+            raise RpcError.method_not_found(call.method)
         return self.table, self.table.find(call.params.get("taskId"), call.conn)
 
     def tasks_get(self, call: Call) -> dict[str, Any]:
@@ -284,11 +284,11 @@ class LegacyTasksExtension:
         if task.remote:
             task = self._remote_end(task, call)
         elif not tasks.wait_end(task, call.cancel):
-            raise RpcError(INTERNAL_ERROR, "Internal error: the request was cancelled")
+            raise RpcError.internal_error("the request was cancelled")
         if task.error is not None:
             raise task.error
         if task.result is None:  # cancelled before it produced anything
-            raise RpcError(INTERNAL_ERROR, "Internal error: the task was cancelled")
+            raise RpcError.internal_error("the task was cancelled")
         meta = {**(task.result.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}
         return {**task.result, "_meta": meta}
 
@@ -300,13 +300,13 @@ class LegacyTasksExtension:
         cancel = call.cancel if call.cancel is not None else threading.Event()
         while task.status not in TERMINAL:
             if cancel.wait(POLL_S / 2):
-                raise RpcError(INTERNAL_ERROR, "Internal error: the request was cancelled")
+                raise RpcError.internal_error("the request was cancelled")
             task = self.table.find(task.id, call.conn)
         return task
 
     def tasks_list(self, call: Call) -> dict[str, Any]:
         if not offered(call):
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
+            raise RpcError.method_not_found(call.method)
         listed = self.table.owned_by(call.conn)
         start = methods.page_offset("tasks", call.params.get("cursor"), len(listed))
         result: dict[str, Any] = {"tasks": [render(task) for task in listed[start : start + PAGE_SIZE]]}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.wire import jsonrpc, mcp
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from mcp_agent_kit.wire.jsonrpc import RpcError
 from mcp_agent_kit.wire.mcp import MODERN
 
 if TYPE_CHECKING:
@@ -123,10 +123,10 @@ class ListenExtension:
         import queue
 
         if call.out is None:
-            raise RpcError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen")
+            raise RpcError.method_not_found("subscriptions/listen")
         wanted = call.params.get("notifications")
         if not isinstance(wanted, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: subscriptions/listen needs a "notifications" object')
+            raise RpcError.invalid_params('subscriptions/listen needs a "notifications" object')
         sub = Subscription(call.id, call.conn.principal)
         ack = _honoured(call, wanted, sub, self.extras)
         closing = self.closing
@@ -175,7 +175,7 @@ def _honoured(
     uris = wanted.get("resourceSubscriptions")
     if uris is not None:
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: "resourceSubscriptions" must be an array of strings')
+            raise RpcError.invalid_params('"resourceSubscriptions" must be an array of strings')
         if offered.get("resources", {}).get("subscribe"):
             sub.uris.update(uris)
             ack["resourceSubscriptions"] = list(uris)

@@ -27,10 +27,10 @@ def _param(call: Call, name: str, kind: type, required: bool = True) -> Any:
     value = call.params.get(name)
     if value is None:
         if required:
-            raise RpcError(INVALID_PARAMS, f'Invalid params: {call.method} needs "{name}"')
+            raise RpcError.invalid_params(f'{call.method} needs "{name}"')
         return None
     if not isinstance(value, kind):
-        raise RpcError(INVALID_PARAMS, f'Invalid params: "{name}" must be a {_JSON_NAMES[kind]}')
+        raise RpcError.invalid_params(f'"{name}" must be a {_JSON_NAMES[kind]}')
     return value
 
 
@@ -53,9 +53,9 @@ def page_offset(kind: str, cursor: Any, total: int) -> int:
         got_kind, _, number = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode().partition(":")
         offset = int(number)
     except (ValueError, UnicodeError) as exc:
-        raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor") from exc
+        raise RpcError.invalid_params("invalid cursor") from exc
     if got_kind != kind or not 0 <= offset <= total or not isinstance(cursor, str):
-        raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor")
+        raise RpcError.invalid_params("invalid cursor")
     return offset
 
 
@@ -98,16 +98,16 @@ def tools_call(call: Call) -> dict[str, Any]:
     if arguments is None:
         arguments = {}
     elif type(arguments) is not dict:
-        raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
+        raise RpcError.invalid_params('"arguments" must be an object')
     tool = call.dispatcher.registry.get_tool(name)
     if tool is None:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        raise RpcError.invalid_params(f"unknown tool {name!r}")
     validator = tool._input
     if validator is None:
         try:
             validator = tool.validator()
         except ValueError as exc:  # SchemaError: the tool's own schema is broken
-            raise RpcError(INTERNAL_ERROR, f"Internal error: tool {name!r} has an invalid inputSchema: {exc}") from exc
+            raise RpcError.internal_error(f"tool {name!r} has an invalid inputSchema: {exc}") from exc
     if not validator.is_valid(arguments):
         violations = validator.validate(arguments)
         if violations:
@@ -152,7 +152,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
         problems = checker.validate(result.get("structuredContent"))
         if problems:
             detail = "; ".join(p.message for p in problems)
-            raise RpcError(INTERNAL_ERROR, f"Internal error: tool {tool.name!r} broke its outputSchema: {detail}")
+            raise RpcError.internal_error(f"tool {tool.name!r} broke its outputSchema: {detail}")
     return result
 
 
@@ -217,21 +217,21 @@ def prompts_get(call: Call) -> dict[str, Any]:
     name = _param(call, "name", str)
     prompt = call.registry.get_prompt(name)
     if prompt is None:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}")
+        raise RpcError.invalid_params(f"unknown prompt {name!r}")
     arguments = _param(call, "arguments", dict, required=False) or {}
     bad = sorted(key for key, value in arguments.items() if not isinstance(value, str))
     if bad:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: prompt arguments must be strings: {', '.join(bad)}")
+        raise RpcError.invalid_params(f"prompt arguments must be strings: {', '.join(bad)}")
     missing = sorted(prompt.required - arguments.keys())
     if missing:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: missing required argument(s): {', '.join(missing)}")
+        raise RpcError.invalid_params(f"missing required argument(s): {', '.join(missing)}")
     known = {arg["name"] for arg in prompt.wire.get("arguments", ())}
     if not prompt.handler.takes_kwargs:
         arguments = {key: value for key, value in arguments.items() if key in known}
     try:
         arguments = prompt.handler.convert(arguments)
     except ValueError as exc:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
+        raise RpcError.invalid_params(f"{exc}") from exc
 
     def run(ctx: Context | None) -> Any:
         return invoke.call(prompt.handler, arguments, ctx, call.cancel)
@@ -259,14 +259,14 @@ def completion_complete(call: Call) -> dict[str, Any]:
     argument = _param(call, "argument", dict)
     arg_name, value = argument.get("name"), argument.get("value", "")
     if not isinstance(arg_name, str) or not isinstance(value, str):
-        raise RpcError(INVALID_PARAMS, 'Invalid params: "argument" needs string "name" and "value"')
+        raise RpcError.invalid_params('"argument" needs string "name" and "value"')
     ref_type = ref.get("type")
     key = ref.get("name") if ref_type == "ref/prompt" else ref.get("uri")
     if ref_type not in ("ref/prompt", "ref/resource") or not isinstance(key, str):
-        raise RpcError(INVALID_PARAMS, "Invalid params: ref must be ref/prompt with a name or ref/resource with a uri")
+        raise RpcError.invalid_params("ref must be ref/prompt with a name or ref/resource with a uri")
     registry = call.registry
     if ref_type == "ref/prompt" and registry.get_prompt(key) is None:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {key!r}")
+        raise RpcError.invalid_params(f"unknown prompt {key!r}")
     completer = registry.get_completer(ref_type, key)
     context_args = (call.params.get("context") or {}).get("arguments") or {}
     values: list[str] = []
@@ -329,7 +329,7 @@ def ping(call: Call) -> dict[str, Any]:
 def set_level(call: Call) -> dict[str, Any]:
     level = call.params.get("level")
     if level not in mcp.LOG_LEVEL_RANK:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+        raise RpcError.invalid_params(f"unknown log level {level!r}")
     call.conn.log_level = level
     return {}
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.core.context import Context, InputRequired, LegacyBroker, ReplayBroker
 from mcp_agent_kit.core.registry import Handler
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.jsonrpc import RpcError
 from mcp_agent_kit.wire.mcp import LEGACY
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def run_with_input(
     token = call.params.get("requestState")
     responses = call.params.get("inputResponses")
     if responses is not None and not isinstance(responses, dict):
-        raise RpcError(INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
+        raise RpcError.invalid_params('"inputResponses" must be an object')
     binding: dict[str, Any] = {}
     if token is not None:
         from mcp_agent_kit.core.state import StateError, unseal
@@ -53,7 +53,7 @@ def run_with_input(
         try:
             payload = unseal(registry.secret, token, binding)
         except StateError as exc:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
+            raise RpcError.invalid_params(f"{exc}") from exc
         answers.update(payload.get("r", {}))
         state = payload.get("s", {})
         asked = set(payload.get("q", ()))

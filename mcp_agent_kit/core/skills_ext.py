@@ -28,7 +28,7 @@ from mcp_agent_kit.core.extension import Contributions
 from mcp_agent_kit.core.methods import page_cursor, page_offset
 from mcp_agent_kit.core.registry import ResourceDef, ResourceNotFound
 from mcp_agent_kit.wire import mcp
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.registry import Registry
@@ -194,7 +194,7 @@ class SkillsExtension:
 
     def _served(self, call: Call) -> None:
         if not self._trees:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {call.method} (this server serves no skills)")
+            raise RpcError.method_not_found(f"{call.method} (this server serves no skills)")
 
     # ---- methods ----------------------------------------------------------------------------------------
     def skills_list(self, call: Call) -> dict[str, Any]:
@@ -211,7 +211,7 @@ class SkillsExtension:
         self._served(call)
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: skills/get needs "uri", the URI of a SKILL.md')
+            raise RpcError.invalid_params('skills/get needs "uri", the URI of a SKILL.md')
         with self._lock:
             tree = self._trees.get(uri)
         if tree is None:
@@ -222,13 +222,13 @@ class SkillsExtension:
     def directory_read_method(self, call: Call) -> dict[str, Any]:
         self._served(call)
         if not self.directory_read:
-            raise RpcError(METHOD_NOT_FOUND, "Method not found: resources/directory/read (directoryRead is off)")
+            raise RpcError.method_not_found("resources/directory/read (directoryRead is off)")
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: resources/directory/read needs "uri"')
+            raise RpcError.invalid_params('resources/directory/read needs "uri"')
         children = self._children(uri)
         if children is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {uri} is not a directory of a served skill", {"uri": uri})
+            raise RpcError.invalid_params(f"{uri} is not a directory of a served skill", {"uri": uri})
         size = call.registry.page_size
         start = page_offset("directory", call.params.get("cursor"), len(children))
         result: dict[str, Any] = {"resources": children[start : start + size]}

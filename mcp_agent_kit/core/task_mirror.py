@@ -37,7 +37,7 @@ PLAIN: Codec = (lambda error: error, lambda error: error)
 
 
 def unavailable(exc: StoreError) -> RpcError:
-    return RpcError(INTERNAL_ERROR, f"Internal error: the task store is unavailable ({exc})")
+    return RpcError.internal_error(f"the task store is unavailable ({exc})")
 
 
 def channel(kind: str, key: str) -> str:
@@ -284,7 +284,7 @@ class TaskMirror:
                     return new
             except StoreError as exc:
                 raise unavailable(exc) from exc
-        raise RpcError(INTERNAL_ERROR, "Internal error: the task kept changing; try again")
+        raise RpcError.internal_error("the task kept changing; try again")
 
     def request_cancel(self, task_id: str, end: str | None = None, message: str | None = None) -> Record | None:
         """Ask the running replica to cancel; with `end`, also end the record now (2025-11-25)."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -40,9 +40,9 @@ class TaskLimits(NamedTuple):
 DEFAULT_LIMITS = TaskLimits()
 OWNER: Any = object()  # create()'s default principal: the task's owner
 
-REFUSALS = {  # why a task was refused -> the -32603 message (the spec defines no quota error)
-    "full": "Internal error: too many unfinished tasks on this server; try again later",
-    "running": "Internal error: too many unfinished tasks for this principal; try again later",
+REFUSALS = {  # why a task was refused -> the -32603 detail (the spec defines no quota error)
+    "full": "too many unfinished tasks on this server; try again later",
+    "running": "too many unfinished tasks for this principal; try again later",
 }
 
 
@@ -142,7 +142,7 @@ class TaskTable:
         render: Callable[[TaskRecord], dict[str, Any]],
         *,
         limits: TaskLimits = DEFAULT_LIMITS,
-        not_found: Callable[[Any], str] = lambda task_id: f"Invalid params: unknown task {task_id!r}",
+        not_found: Callable[[Any], RpcError] = lambda task_id: RpcError.invalid_params(f"unknown task {task_id!r}"),
         changed: Callable[[TaskRecord, dict[str, Any]], None] | None = None,
     ) -> None:
         self.render = render
@@ -183,19 +183,19 @@ class TaskTable:
         mirror = self.mirror
         if mirror is not None and mirror.mirrored(task):
             if not mirror.quota(owner, limits.running_per_principal):
-                raise RpcError(INTERNAL_ERROR, REFUSALS["running"])
+                raise RpcError.internal_error(REFUSALS["running"])
         else:
             mirror = None
         with self.lock:
             self._expire_due()
             if self._running.get(principal, 0) >= limits.running_per_principal:
-                raise RpcError(INTERNAL_ERROR, REFUSALS["running"])
+                raise RpcError.internal_error(REFUSALS["running"])
             if self._kept.get(principal, 0) >= limits.per_principal:
                 self._evict(self._finished_of.get(principal))
             if len(self._tasks) >= limits.max_tasks:
                 self._evict(self._finished)
             if len(self._tasks) >= limits.max_tasks or self._kept.get(principal, 0) >= limits.per_principal:
-                raise RpcError(INTERNAL_ERROR, REFUSALS["full"])
+                raise RpcError.internal_error(REFUSALS["full"])
             self._tasks[task.id] = task
             self._by_owner.setdefault(owner, {})[task.id] = None
             self._kept[principal] = self._kept.get(principal, 0) + 1
@@ -226,7 +226,7 @@ class TaskTable:
         if task is None and self.mirror is not None and isinstance(task_id, str):
             task = self.mirror.lookup(task_id, owner)
         if task is None or task.owner != owner:
-            raise RpcError(INVALID_PARAMS, self.not_found(task_id))
+            raise self.not_found(task_id)
         return task
 
     def owned_by(self, owner: Any) -> list[TaskRecord]:

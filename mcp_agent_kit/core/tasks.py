@@ -27,7 +27,7 @@ from mcp_agent_kit.core.context import Context, InputBroker, capability_declared
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.wire import mcp
-from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 from mcp_agent_kit.wire.mcp import MODERN
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ class TasksExtension:
 
     def _listen_task_ids(self, call: Call, sub: Subscription, wanted: Any) -> Any:
         if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: "taskIds" must be an array of strings')
+            raise RpcError.invalid_params('"taskIds" must be an array of strings')
         if not declared(call.capabilities):
             return None
         sub.task_ids.update(wanted)
@@ -316,7 +316,7 @@ class TasksExtension:
         task = self.table.find(call.params.get("taskId"), call.conn.principal)
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: tasks/update needs an "inputResponses" object')
+            raise RpcError.invalid_params('tasks/update needs an "inputResponses" object')
         if task.remote:
             self.table.mirror.deliver(task.id, responses)
         else:
@@ -440,7 +440,7 @@ class TaskRun:
         except RpcError as exc:
             failure = exc
         except Exception as exc:  # a tool crash outside execute_tool's own handling
-            failure = RpcError(INTERNAL_ERROR, f"Internal error: {exc}")
+            failure = RpcError.internal_error(f"{exc}")
         with self._lock:
             task = self.task
         if task is None:  # never detached: the tools/call answers synchronously
@@ -449,7 +449,7 @@ class TaskRun:
             elif outcome is not None:
                 self.first.set_result(outcome)
             else:
-                self.first.set_exception(RpcError(INTERNAL_ERROR, "Internal error: the call was cancelled"))
+                self.first.set_exception(RpcError.internal_error("the call was cancelled"))
             return
         table = self.store.table
         if self.cancel.is_set():

@@ -19,8 +19,9 @@ import time
 import uuid
 from typing import Any
 
+from mcp_agent_kit.a2a.protocol import A2AError
 from mcp_agent_kit.gateway import agent_backend as ab
-from mcp_agent_kit.gateway.a2a_client import A2AClient, A2AError, fetch_card, jsonrpc_endpoint
+from mcp_agent_kit.gateway.a2a_client import A2AClient, fetch_card, jsonrpc_endpoint
 from mcp_agent_kit.gateway.agent_questions import HITL, answer
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 
@@ -153,7 +154,7 @@ class A2ABackend:
             self.refresh()  # down at the last look: try again now
             client = self.client
         if client is None or self.error is not None:
-            raise A2AError(self.error or f"agent {self.spec.ref} is unreachable")
+            raise A2AError.call_failed(self.error or f"agent {self.spec.ref} is unreachable")
         return client
 
     def start_turn(self, session: str, message: str, message_id: str, references: list[str],

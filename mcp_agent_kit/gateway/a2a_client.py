@@ -4,7 +4,8 @@ Fetches an agent card (from a base URL, `/.well-known/agent-card.json`, or the c
 finds its JSONRPC interface, and calls `SendMessage`, `SendStreamingMessage` (SSE, each event's
 `result` handed to a callback as it arrives), `GetTask` and `CancelTask`, sending `A2A-Version: 1.0`.
 Rules: wire only — no sessions, no MCP, no threads of its own; every read is bounded by the
-client's timeout and every body or event by a size cap; failures are A2AError with a readable text.
+client's timeout and every body or event by a size cap; failures are a2a.protocol's A2AError
+(`A2AError.call_failed`) with a readable text.
 """
 
 from __future__ import annotations
@@ -15,20 +16,11 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from mcp_agent_kit.a2a.protocol import PROTOCOL_VERSION
+from mcp_agent_kit.a2a.protocol import PROTOCOL_VERSION, A2AError
 
 CARD_PATH = "/.well-known/agent-card.json"
 MAX_BODY = 16 * 1024 * 1024
 MAX_EVENT = 4 * 1024 * 1024
-
-
-class A2AError(Exception):
-    """An A2A call failed: the agent is unreachable, answered an error, or sent something unreadable."""
-
-    def __init__(self, message: str, code: int | None = None, *, unreachable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.unreachable = unreachable  # no connection at all (as opposed to an error the agent answered)
 
 
 def card_url(url: str) -> str:
@@ -49,13 +41,13 @@ def jsonrpc_endpoint(card: dict[str, Any]) -> str:
     url = card.get("url")
     if isinstance(url, str) and url.startswith(("http://", "https://")):
         return url
-    raise A2AError("the agent card names no JSONRPC interface")
+    raise A2AError.call_failed("the agent card names no JSONRPC interface")
 
 
 def _open(url: str, timeout: float) -> tuple[http.client.HTTPConnection, str]:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise A2AError(f"not an http(s) URL: {url}")
+        raise A2AError.call_failed(f"not an http(s) URL: {url}")
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = kind(parts.hostname, parts.port, timeout=timeout)
     path = parts.path or "/"
@@ -71,36 +63,37 @@ def fetch_card(url: str, timeout: float) -> dict[str, Any]:
         response = conn.getresponse()
         body = response.read(MAX_BODY + 1)
         if response.status != 200:
-            raise A2AError(f"GET {target} answered HTTP {response.status}")
+            raise A2AError.call_failed(f"GET {target} answered HTTP {response.status}")
     except (OSError, http.client.HTTPException) as exc:
-        raise A2AError(f"cannot reach {target}: {exc}", unreachable=True) from exc
+        raise A2AError.call_failed(f"cannot reach {target}: {exc}", unreachable=True) from exc
     finally:
         conn.close()
     card = _json(body, f"the card at {target}")
     if not isinstance(card, dict):
-        raise A2AError(f"the card at {target} is not a JSON object")
+        raise A2AError.call_failed(f"the card at {target} is not a JSON object")
     return card
 
 
 def _json(body: bytes, what: str) -> Any:
     if len(body) > MAX_BODY:
-        raise A2AError(f"{what} is larger than {MAX_BODY} bytes")
+        raise A2AError.call_failed(f"{what} is larger than {MAX_BODY} bytes")
     try:
         return json.loads(body)
     except ValueError as exc:
-        raise A2AError(f"{what} is not JSON: {exc}") from exc
+        raise A2AError.call_failed(f"{what} is not JSON: {exc}") from exc
 
 
 def _result(reply: Any, method: str) -> dict[str, Any]:
     if not isinstance(reply, dict):
-        raise A2AError(f"{method}: the reply is not a JSON-RPC object")
+        raise A2AError.call_failed(f"{method}: the reply is not a JSON-RPC object")
     error = reply.get("error")
     if isinstance(error, dict):
         code = error.get("code")
-        raise A2AError(f"{method}: {error.get('message', 'error')}", code if isinstance(code, int) else None)
+        raise A2AError.call_failed(f"{method}: {error.get('message', 'error')}",
+                                   code if isinstance(code, int) else None)
     result = reply.get("result")
     if not isinstance(result, dict):
-        raise A2AError(f"{method}: the reply has no result object")
+        raise A2AError.call_failed(f"{method}: the reply has no result object")
     return result
 
 
@@ -125,7 +118,7 @@ class A2AClient:
             return conn, conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
-            raise A2AError(f"cannot reach {self.endpoint}: {exc}", unreachable=True) from exc
+            raise A2AError.call_failed(f"cannot reach {self.endpoint}: {exc}", unreachable=True) from exc
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One unary call (SendMessage, GetTask, CancelTask): its result object."""
@@ -133,7 +126,7 @@ class A2AClient:
         try:
             body = response.read(MAX_BODY + 1)
         except (OSError, http.client.HTTPException) as exc:
-            raise A2AError(f"{method}: the reply broke off: {exc}") from exc
+            raise A2AError.call_failed(f"{method}: the reply broke off: {exc}") from exc
         finally:
             conn.close()
         return _result(_json(body, f"the {method} reply"), method)
@@ -163,12 +156,12 @@ class A2AClient:
                 if line.startswith(b"data:"):
                     size += len(line)
                     if size > MAX_EVENT:
-                        raise A2AError(f"an SSE event is larger than {MAX_EVENT} bytes")
+                        raise A2AError.call_failed(f"an SSE event is larger than {MAX_EVENT} bytes")
                     data.append(line[5:].strip())
             if data:
                 on_event(_result(_json(b"\n".join(data), "an SSE event"), "SendStreamingMessage"))
         except (OSError, http.client.HTTPException) as exc:
-            raise A2AError(f"the stream from {self.endpoint} broke off: {exc}") from exc
+            raise A2AError.call_failed(f"the stream from {self.endpoint} broke off: {exc}") from exc
         finally:
             conn.close()
 

@@ -25,7 +25,7 @@ from mcp_agent_kit.gateway.agent_service import AgentService, ServiceError
 from mcp_agent_kit.gateway.agent_sessions import StoreFull
 from mcp_agent_kit.gateway.agent_turns import open_id
 from mcp_agent_kit.wire import mcp
-from mcp_agent_kit.wire.jsonrpc import INVALID_PARAMS, RpcError
+from mcp_agent_kit.wire.jsonrpc import RpcError
 
 _PAGE = {"page_size": {"type": "integer", "description": "Entries per page (default 50, at most 100)"},
          "page_token": {"type": "string", "description": "next_page_token from the previous page"}}
@@ -178,7 +178,7 @@ class AgentTools:
         try:
             answer(question, reply)
         except AnswerError as exc:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+            raise RpcError.invalid_params(f"{exc}") from None
         self.service.resume(live, reply["action"], reply.get("content") or {})
 
     def create_checkpoint(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
@@ -257,7 +257,7 @@ class AgentTools:
                 raise ServiceError("no such task")
             return self.service.find(turn, call.conn.principal)
         except ServiceError:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}") from None
+            raise RpcError.invalid_params(f"unknown task {task_id!r}") from None
 
     def get(self, call: Call) -> dict[str, Any]:
         row, live = self._task(call)
@@ -267,18 +267,18 @@ class AgentTools:
         row, live = self._task(call)
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: tasks/update needs an "inputResponses" object')
+            raise RpcError.invalid_params('tasks/update needs an "inputResponses" object')
         if row["status"] != "input_required" or live.question is None:
             return {}  # answered already (a duplicate is not sent twice) or over
         key = live.question.key
         if key not in responses:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: inputResponses has no answer for the pending request "
+            raise RpcError.invalid_params(f"inputResponses has no answer for the pending request "
                                            f"{key!r} (the key of inputRequests); the task is still input_required")
         value = responses[key]
         try:
             answer(live.question, value)
         except AnswerError as exc:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+            raise RpcError.invalid_params(f"{exc}") from None
         self.service.resume(live, value["action"], value.get("content") or {})
         return {}
 
@@ -288,7 +288,7 @@ class AgentTools:
             try:
                 self.service.cancel(live)
             except ServiceError as exc:
-                raise RpcError(-32603, f"Internal error: {exc}") from None
+                raise RpcError.internal_error(f"{exc}") from None
         return {}
 
 

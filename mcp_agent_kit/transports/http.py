@@ -25,7 +25,7 @@ from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
 from mcp_agent_kit.httpd.head import SINGLE
 from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 from mcp_agent_kit.transports import http_headers, http_routes
-from mcp_agent_kit.transports.http_legacy import Session, Sessions
+from mcp_agent_kit.transports.http_legacy import LegacySession, Sessions
 from mcp_agent_kit.transports.sse import Exchange
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
@@ -263,7 +263,7 @@ class McpRequestHandler(Handler):
         else:
             self._legacy(incoming.kind, message, principal)
 
-    def _legacy_session_request(self) -> Session | None:
+    def _legacy_session_request(self) -> LegacySession | None:
         """GET and DELETE exist only for handshake-era sessions: gate, 405 for modern, find the session."""
         passed, principal = self._gate()
         if not passed:
@@ -337,7 +337,7 @@ class McpRequestHandler(Handler):
         exchange.finish(reply, _status(reply, bool(reached)))
 
     # ---- legacy era ---------------------------------------------------------------------------
-    def _session(self, principal: str | None, message: dict[str, Any] | None = None) -> Session | None:
+    def _session(self, principal: str | None, message: dict[str, Any] | None = None) -> LegacySession | None:
         id_ = self.headers.get(SESSION_HEADER)
         if id_ is None:
             text = "Bad Request: Mcp-Session-Id header is required"
@@ -399,7 +399,7 @@ class McpRequestHandler(Handler):
                 sessions.save(session)
         exchange.finish(reply, 200)
 
-    def _standalone_stream(self, session: Session) -> None:
+    def _standalone_stream(self, session: LegacySession) -> None:
         exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})
         # Check, open and register under one lock: a second GET, or a push that follows the
         # client seeing our headers, always finds this stream registered.
@@ -430,7 +430,7 @@ class McpRequestHandler(Handler):
                 session.stream = None
             exchange.close_stream()
 
-    def _resume_stream(self, session: Session, last_event_id: str) -> None:
+    def _resume_stream(self, session: LegacySession, last_event_id: str) -> None:
         """GET with Last-Event-ID: what the client missed on that stream, then the rest live."""
         found = session.events.find(last_event_id)
         exchange = Exchange(self, can_stream=True, extra_headers={SESSION_HEADER: session.id})

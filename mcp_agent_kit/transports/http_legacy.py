@@ -37,7 +37,7 @@ def _owner(principal: str | None) -> str:
     return "-" if principal is None else f"={principal}"
 
 
-class Session:
+class LegacySession:
     """One legacy client session."""
 
     def __init__(self, id_: str, principal: str | None) -> None:
@@ -89,14 +89,14 @@ class Sessions:
         self.idle_ttl = idle_ttl
         self.max_sessions = max_sessions
         self.request_timeout = request_timeout
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, LegacySession] = {}
         self._lock = threading.Lock()
         self.store = dispatcher.store
         self._unsubscribe = dispatcher.registry.on_change(self._registry_changed)
 
-    def create(self, principal: str | None) -> Session:
+    def create(self, principal: str | None) -> LegacySession:
         self._expire()
-        session = Session(secrets.token_urlsafe(24), principal)
+        session = LegacySession(secrets.token_urlsafe(24), principal)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
                 oldest = min(self._sessions.values(), key=lambda s: s.last_used)
@@ -104,7 +104,7 @@ class Sessions:
             self._sessions[session.id] = session
         return session
 
-    def get(self, id_: str, principal: str | None) -> Session | None:
+    def get(self, id_: str, principal: str | None) -> LegacySession | None:
         with self._lock:
             session = self._sessions.get(id_)
         if self.store is not None and (session is None or time.monotonic() - session.checked > RECHECK_S):
@@ -132,7 +132,7 @@ class Sessions:
         return dropped
 
     # ---- shared with other replicas ----------------------------------------------------------------
-    def save(self, session: Session) -> None:
+    def save(self, session: LegacySession) -> None:
         """Write the session's record (after initialize and notifications/initialized)."""
         if self.store is None:
             return
@@ -152,7 +152,7 @@ class Sessions:
         session.saved = True
         session.checked = time.monotonic()
 
-    def _shared(self, id_: str, local: Session | None) -> Session | None:
+    def _shared(self, id_: str, local: LegacySession | None) -> LegacySession | None:
         """The session as the store has it: a local copy made (or refreshed), or dropped when gone."""
         assert self.store is not None
         try:
@@ -167,7 +167,7 @@ class Sessions:
             return local  # still in its initialize round here (or no store was given then)
         if local is None:
             body = stored.body
-            local = Session(id_, body.get("principal"))
+            local = LegacySession(id_, body.get("principal"))
             conn = local.conn
             conn.version = str(body.get("version") or conn.version)
             conn.client_info = body.get("clientInfo")
@@ -186,7 +186,7 @@ class Sessions:
         with contextlib.suppress(StoreError):  # the next request tries again
             self.store.update(stored._replace(expires=time.time() + self.idle_ttl), expect_version=stored.version)
 
-    def _alive_elsewhere(self, session: Session) -> bool:
+    def _alive_elsewhere(self, session: LegacySession) -> bool:
         """Idle here, but used through another replica lately (its shared record is unexpired)?"""
         if self.store is None:
             return False
@@ -225,7 +225,7 @@ class Sessions:
                     self._drop(session.id)
 
     # ---- server→client traffic -------------------------------------------------------------------
-    def request(self, session: Session, via: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: LegacySession, via: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request on the POST's stream (or the GET stream) and wait for the answer."""
         id_ = session.next_request_id()
         future: Future[dict[str, Any]] = Future()

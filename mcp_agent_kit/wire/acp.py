@@ -1,13 +1,15 @@
 """wire.acp: the facts of the Agent Client Protocol v1 wire — versions, method names, enums, error codes.
 
 Everything here is data taken from the ACP v1 schema (protocolVersion is the integer 1; updates are
-discriminated by `sessionUpdate`; both sides send requests). Rules: imports nothing of ours, holds
-no behaviour beyond tiny lookups; the client (`acp/`) and the agent framework read it.
+discriminated by `sessionUpdate`; both sides send requests). Rules: imports only `wire.jsonrpc` (the
+one code table), holds no behaviour beyond tiny lookups; the client (`acp/`) and the agent framework read it.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from mcp_agent_kit.wire import jsonrpc
 
 PROTOCOL_VERSION: Final = 1
 
@@ -104,18 +106,18 @@ CONTENT_CAPABILITY: Final = {
 }
 
 # -- error codes -----------------------------------------------------------------------------
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
+PARSE_ERROR: Final = jsonrpc.PARSE_ERROR
+INVALID_REQUEST: Final = jsonrpc.INVALID_REQUEST
+METHOD_NOT_FOUND: Final = jsonrpc.METHOD_NOT_FOUND
+INVALID_PARAMS: Final = jsonrpc.INVALID_PARAMS
+INTERNAL_ERROR: Final = jsonrpc.INTERNAL_ERROR
 REQUEST_CANCELLED: Final = -32800
 AUTH_REQUIRED: Final = -32000
 RESOURCE_NOT_FOUND: Final = -32002
-ERROR_NAMES: Final = {
-    PARSE_ERROR: "parse error", INVALID_REQUEST: "invalid request", METHOD_NOT_FOUND: "method not found",
-    INVALID_PARAMS: "invalid params", INTERNAL_ERROR: "internal error", REQUEST_CANCELLED: "request cancelled",
-    AUTH_REQUIRED: "authentication required", RESOURCE_NOT_FOUND: "resource not found",
+ERROR_NAMES: Final = {  # the standard codes named from the one JSON-RPC table, then ACP's own
+    **{code: text.lower() for code, text in jsonrpc.MESSAGES.items()},
+    REQUEST_CANCELLED: "request cancelled", AUTH_REQUIRED: "authentication required",
+    RESOURCE_NOT_FOUND: "resource not found",
 }
 
 

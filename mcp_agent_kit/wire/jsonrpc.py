@@ -54,8 +54,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+MESSAGES: Final[dict[int, str]] = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+}
+"""The one code table: each standard code's message; a detailed message reads "<message>: <detail>"."""
+
+
 class RpcError(Exception):
-    """A JSON-RPC error raised anywhere below a handler; becomes one error reply."""
+    """A JSON-RPC error: raised below a handler to answer with it, raised to a caller for a peer's error reply.
+
+    Build the standard ones with their constructors (`RpcError.invalid_params("unknown tool 'x'")` is
+    "Invalid params: unknown tool 'x'"); `RpcError(code, message, data)` for any other code.
+    """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
@@ -63,11 +77,55 @@ class RpcError(Exception):
         self.message = message
         self.data = data
 
+    @classmethod
+    def standard(cls, code: int, detail: str | None = None, data: Any = None) -> RpcError:
+        """A standard code's error: its message from MESSAGES, followed by ": detail" when given."""
+        text = MESSAGES[code]
+        return cls(code, text if detail is None else f"{text}: {detail}", data)
+
+    @classmethod
+    def parse_error(cls, detail: str | None = None, data: Any = None) -> RpcError:
+        return cls.standard(PARSE_ERROR, detail, data)
+
+    @classmethod
+    def invalid_request(cls, detail: str | None = None, data: Any = None) -> RpcError:
+        return cls.standard(INVALID_REQUEST, detail, data)
+
+    @classmethod
+    def method_not_found(cls, detail: str | None = None, data: Any = None) -> RpcError:
+        return cls.standard(METHOD_NOT_FOUND, detail, data)
+
+    @classmethod
+    def invalid_params(cls, detail: str | None = None, data: Any = None) -> RpcError:
+        return cls.standard(INVALID_PARAMS, detail, data)
+
+    @classmethod
+    def internal_error(cls, detail: str | None = None, data: Any = None) -> RpcError:
+        return cls.standard(INTERNAL_ERROR, detail, data)
+
+    @classmethod
+    def described(cls, code: int, message: str, data: Any = None, *, name: str | None = None) -> RpcError:
+        """An error whose text (str) also names its code and quotes its `data`, cut at 300 characters:
+        how a peer's error reads to a person, since agents put the real reason in `data`.
+        The wire form (`to_error`) is unchanged."""
+        error = cls(code, message, data)
+        detail = ""
+        if data is not None:
+            shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+            detail = ": " + (shown if len(shown) <= 300 else shown[:300] + "...")
+        error.args = (f"{message} ({name or MESSAGES.get(code, f'error {code}').lower()}, code {code}){detail}",)
+        return error
+
     def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC error object."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
+
+    def reply(self, id_: Id | None) -> dict[str, Any]:
+        """The error reply to request `id_` (None: an id that could not be read)."""
+        return error_reply(id_, self.code, self.message, self.data)
 
 
 class Incoming:

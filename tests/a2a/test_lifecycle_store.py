@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from mcp_agent_kit.a2a import lifecycle
 from mcp_agent_kit.a2a.listing import list_tasks
 from mcp_agent_kit.a2a.protocol import now_iso, parse_iso
-from mcp_agent_kit.a2a.sqlite_store import SqliteStore
-from mcp_agent_kit.a2a.store import MemoryStore, StoreError, TaskStore
+from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
+from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore
+from mcp_agent_kit.store import StoreError
 
 STATES = sorted(lifecycle.STATES)
 
@@ -59,8 +60,8 @@ def _task(n: int, state: str = "TASK_STATE_COMPLETED", owner: str = "", context:
 @pytest.fixture(params=["memory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> TaskStore:
     if request.param == "memory":
-        return MemoryStore()
-    return SqliteStore(str(tmp_path / "s.db"))
+        return MemoryTaskStore()
+    return SqliteTaskStore(str(tmp_path / "s.db"))
 
 
 def test_insert_never_overwrites(store: TaskStore) -> None:
@@ -92,7 +93,7 @@ def test_listing_filters_and_pages(store: TaskStore) -> None:
 
 
 def test_memory_store_bound_and_ttl() -> None:
-    store = MemoryStore(max_tasks=3, ttl=3600)
+    store = MemoryTaskStore(max_tasks=3, ttl=3600)
     for n in range(3):
         store.insert(_task(n, "TASK_STATE_WORKING"))
     with pytest.raises(StoreError, match="full"):
@@ -104,7 +105,7 @@ def test_memory_store_bound_and_ttl() -> None:
     store.insert(_task(9))  # the finished task makes room
     assert store.get("t000") is None and store.get("t009") is not None
     now = [1000.0]
-    short = MemoryStore(ttl=60.0, clock=lambda: now[0])
+    short = MemoryTaskStore(ttl=60.0, clock=lambda: now[0])
     short.insert(_task(1))
     now[0] += 60.5
     short.insert(_task(2))
@@ -139,8 +140,8 @@ def test_a_subscriber_that_falls_behind_is_dropped_and_memory_stays_bounded() ->
 def test_finished_tasks_make_room_and_only_unfinished_ones_refuse(kind: str, tmp_path: Path) -> None:
     def make() -> TaskStore:
         if kind == "memory":
-            return MemoryStore(max_tasks=6, max_per_owner=3)
-        return SqliteStore(str(tmp_path / "caps.db"), max_tasks=6, max_per_owner=3)
+            return MemoryTaskStore(max_tasks=6, max_per_owner=3)
+        return SqliteTaskStore(str(tmp_path / "caps.db"), max_tasks=6, max_per_owner=3)
 
     store = make()
     for n in range(10):  # alice's finished tasks: her own oldest makes room each time

@@ -18,7 +18,7 @@ import pytest
 
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent import Agent
-from mcp_agent_kit.acp.agent_session import JsonSessionStore, MemoryStore, Message, Session
+from mcp_agent_kit.acp.agent_session import AgentSession, JsonSessionStore, MemorySessionStore, Message
 from mcp_agent_kit.acp.turn import Turn
 
 WAIT = 10.0
@@ -238,7 +238,7 @@ def test_cancel_resolves_a_pending_permission_and_ends_the_prompt_cancelled(make
     assert answers[1].allowed and answers[1].kind == "allow_once"
 
 
-class GatedStore(MemoryStore):
+class GatedStore(MemorySessionStore):
     """Looking a session up waits for the gate: the test opens it once the cancel behind the prompt
     was read, so the turn starts only after that."""
 
@@ -246,7 +246,7 @@ class GatedStore(MemoryStore):
         super().__init__()
         self.gate = threading.Event()
 
-    def get(self, session_id: str) -> Session | None:
+    def get(self, session_id: str) -> AgentSession | None:
         assert self.gate.wait(WAIT), "the test never opened the gate"
         return super().get(session_id)
 
@@ -326,8 +326,8 @@ def test_fs_and_terminals_go_through_the_client_and_terminals_are_released(make:
 def test_load_replays_the_history_and_list_pages(make: Any, tmp_path: Path) -> None:
     store = JsonSessionStore(tmp_path)
     for n in range(60):
-        store.put(Session(f"s{n:02d}", "/w", updated_at=f"2026-01-01T00:00:{n:02d}.000Z"))
-    store.put(Session("s99", "/other", history=[Message("user", [updates.text("hi")], "m1"),
+        store.put(AgentSession(f"s{n:02d}", "/w", updated_at=f"2026-01-01T00:00:{n:02d}.000Z"))
+    store.put(AgentSession("s99", "/other", history=[Message("user", [updates.text("hi")], "m1"),
                                                  Message("agent", [updates.text("a"), updates.text("b")], "m2")]))
     agent = echo_agent(store=JsonSessionStore(tmp_path))  # a fresh store reading the same files
     agent.load_session()

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from mcp_agent_kit.acp import agent_session, updates
-from mcp_agent_kit.acp.agent_session import JsonSessionStore, Message, Session
+from mcp_agent_kit.acp.agent_session import AgentSession, JsonSessionStore, Message
 
 
 def test_sessions_round_trip_through_files_and_a_new_store_reads_them(tmp_path: Path) -> None:
     store = JsonSessionStore(tmp_path / "s")
-    session = Session("abc", "/w", ["/x"], "title", history=[Message("user", [updates.text("hi")], "m1")],
+    session = AgentSession("abc", "/w", ["/x"], "title", history=[Message("user", [updates.text("hi")], "m1")],
                       config={"case": "upper"}, state={"n": 1})
     store.put(session)
     assert (tmp_path / "s").stat().st_mode & 0o777 == 0o700
@@ -37,22 +37,22 @@ def test_bad_files_and_hostile_ids_read_as_absent(tmp_path: Path) -> None:
         assert store.get(session_id) is None, session_id
     assert store.all() == []
     with pytest.raises(ValueError, match="cannot name a file"):
-        store.put(Session("../escape", "/w"))
+        store.put(AgentSession("../escape", "/w"))
 
 
 def test_an_oversized_session_file_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    JsonSessionStore(tmp_path).put(Session("big", "/w", state={"blob": "x" * 5000}))
+    JsonSessionStore(tmp_path).put(AgentSession("big", "/w", state={"blob": "x" * 5000}))
     monkeypatch.setattr(agent_session, "RECORD_LIMIT", 1000)
     assert JsonSessionStore(tmp_path).get("big") is None
-    JsonSessionStore(tmp_path).put(Session("small", "/w"))
+    JsonSessionStore(tmp_path).put(AgentSession("small", "/w"))
     with pytest.raises(ValueError, match="over the 1000-byte limit"):  # one that could not be read back
-        JsonSessionStore(tmp_path).put(Session("small", "/w", state={"blob": "x" * 5000}))
+        JsonSessionStore(tmp_path).put(AgentSession("small", "/w", state={"blob": "x" * 5000}))
     kept = JsonSessionStore(tmp_path).get("small")
     assert kept is not None and kept.state == {}
 
 
 def test_replay_turns_the_history_into_message_chunks() -> None:
-    session = Session("s", "/w", history=[Message("user", [updates.text("a")], "u"),
+    session = AgentSession("s", "/w", history=[Message("user", [updates.text("a")], "u"),
                                           Message("agent", [updates.text("b"), updates.text("c")], "g")])
     assert session.replay_updates() == [updates.user_message("a", "u"), updates.agent_message("b", "g"),
                                         updates.agent_message("c", "g")]

@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from mcp_agent_kit.client import Client
-from mcp_agent_kit.client.oauth import FileStore, HeadlessRedirect, MemoryStore, OAuth
+from mcp_agent_kit.client.oauth import FileStore, HeadlessRedirect, MemoryTokenStore, OAuth
 from tests.auth.conftest import serve_protected
 from tests.auth.sdk_as import protected_server
 from tests.net import free_port, gateway_args
@@ -92,7 +92,7 @@ def test_a_token_near_expiry_is_refreshed_and_never_logged(short_lived: str, cap
     caplog.set_level(logging.DEBUG)
     skew = [0.0]  # the injected clock runs ahead of the server's by this much
     oauth = OAuth(short_lived, redirector=HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback"),
-                  store=MemoryStore(), clock=lambda: time.time() + skew[0])
+                  store=MemoryTokenStore(), clock=lambda: time.time() + skew[0])
     seen = []
     with Client.http(short_lived, auth=oauth) as client:
         for a, ahead in enumerate((0.0, 10.0, 16.0, 16.0)):  # 20, 10, 4 (< 5: refresh) and 20 s left
@@ -119,13 +119,13 @@ def test_both_halves_our_client_logs_in_to_our_server_through_the_sdk_authorizat
                                                            scopes=("mcp:tools",)))
     redirect = HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback")
     try:
-        oauth = OAuth(running.url, redirector=redirect, store=MemoryStore())
+        oauth = OAuth(running.url, redirector=redirect, store=MemoryTokenStore())
         with Client.http(running.url, auth=oauth) as client:
             assert client.call_tool("whoami", {"text": "hi"})["content"][0]["text"] == "hi"
         assert authority.provider.issued[-1]["aud"] == running.url  # the resource went to the AS verbatim
 
         authority.provider.audience = "http://127.0.0.1:1/mcp"  # from now on, tokens for another server
-        refused = OAuth(running.url, redirector=redirect, store=MemoryStore())
+        refused = OAuth(running.url, redirector=redirect, store=MemoryTokenStore())
         issued = len(authority.provider.issued)
         with pytest.raises(PeerError, match=r"refuses the token .* just issued .*another resource \(aud\)"), \
                 Client.http(running.url, auth=refused) as client:

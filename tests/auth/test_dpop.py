@@ -20,7 +20,7 @@ from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
 from mcp_agent_kit.auth.tokens import TokenValidator
 from mcp_agent_kit.client import Client
-from mcp_agent_kit.client.oauth import MemoryStore, OAuth, OAuthConfig
+from mcp_agent_kit.client.oauth import MemoryTokenStore, OAuth, OAuthConfig
 from tests.auth.fake_as import FakeAuthorizationServer, jwk_thumbprint
 from tests.auth.sdk_as import protected_server
 from tests.http.conftest import start
@@ -40,7 +40,7 @@ def test_our_client_gets_a_bound_token_and_calls_tools_over_dpop(authority: Fake
     authority.audience = running.url
     try:
         config = OAuthConfig(client_id="c1", client_secret="s1", grant="client_credentials")
-        oauth = OAuth(running.url, config, store=MemoryStore())
+        oauth = OAuth(running.url, config, store=MemoryTokenStore())
         with Client.http(running.url, auth=oauth) as client:
             assert client.call_tool("whoami", {"text": "hi"})["content"][0]["text"] == "hi"
         assert oauth.token is not None and oauth.token.dpop and oauth.dpop is not None

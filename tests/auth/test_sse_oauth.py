@@ -21,7 +21,7 @@ import pytest
 from mcp_agent_kit.client import Client, forget_verdicts
 from mcp_agent_kit.client.authorizer import credentials
 from mcp_agent_kit.client.http import HttpChannel
-from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryStore, OAuth
+from mcp_agent_kit.client.oauth import HeadlessRedirect, MemoryTokenStore, OAuth
 from mcp_agent_kit.client.oauth.store import Token
 from mcp_agent_kit.client.probe import Endpoint
 from mcp_agent_kit.client.sse import SseStream
@@ -44,7 +44,7 @@ class _Spy(OAuth):
 
     def __init__(self, url: str) -> None:
         super().__init__(url, redirector=HeadlessRedirect(f"http://127.0.0.1:{free_port()}/callback"),
-                         store=MemoryStore())
+                         store=MemoryTokenStore())
         self.challenged: list[int] = []
 
     def challenge(self, status: int, response: dict[str, str], sent: dict[str, str], url: str) -> bool:
@@ -142,7 +142,7 @@ def test_no_token_goes_to_an_endpoint_on_another_origin() -> None:
     stream = type("Stream", (_Stream,), {"seen": [], "elsewhere": elsewhere})
     server = _serve(stream)
     url = f"http://127.0.0.1:{server.server_address[1]}/sse"
-    store = MemoryStore()
+    store = MemoryTokenStore()
     store.put_token(Token("good", "Bearer", url, "https://as.example", "client"))
     oauth = OAuth(url, store=store)
     try:

@@ -11,7 +11,7 @@ side or the CLI; a token is never logged and never sent to another origin than t
 from mcp_agent_kit.client.oauth.errors import OAuthError
 from mcp_agent_kit.client.oauth.redirect import BrowserRedirect, HeadlessRedirect
 from mcp_agent_kit.client.oauth.session import OAuth, OAuthConfig
-from mcp_agent_kit.client.oauth.store import FileStore, MemoryStore, TokenStore
+from mcp_agent_kit.client.oauth.store import FileStore, MemoryStore, MemoryTokenStore, TokenStore
 
-__all__ = ["BrowserRedirect", "FileStore", "HeadlessRedirect", "MemoryStore", "OAuth", "OAuthConfig", "OAuthError",
-           "TokenStore"]
+__all__ = ["BrowserRedirect", "FileStore", "HeadlessRedirect", "MemoryStore", "MemoryTokenStore", "OAuth",
+           "OAuthConfig", "OAuthError", "TokenStore"]

@@ -33,7 +33,7 @@ from mcp_agent_kit.client.oauth.errors import LoginNeeded, OAuthError
 from mcp_agent_kit.client.oauth.grants import JWT_BEARER, TOKEN_EXCHANGE, ClientAuth, Dpop, pkce_pair, request_token
 from mcp_agent_kit.client.oauth.net import Fetcher, Send, fetcher_for, origin, post_json
 from mcp_agent_kit.client.oauth.redirect import HeadlessRedirect, Redirector
-from mcp_agent_kit.client.oauth.store import MemoryStore, Registration, Token, TokenStore
+from mcp_agent_kit.client.oauth.store import MemoryTokenStore, Registration, Token, TokenStore
 
 log = logging.getLogger("mcp_agent_kit.client.oauth")
 MAX_STEP_UPS = 2
@@ -79,7 +79,7 @@ class OAuth:
         self.server_url = server_url
         self.config = config or OAuthConfig()
         self.redirector = redirector or HeadlessRedirect()
-        self.store: TokenStore = store if store is not None else MemoryStore()
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.send = transport if transport is not None else fetcher_for(server_url)  # SSRF rules: net.py
         self.clock = clock  # wall-clock seconds: expiry times are absolute
         self.origin = origin(server_url)

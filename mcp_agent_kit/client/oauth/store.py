@@ -1,7 +1,7 @@
 """client.oauth.store: where tokens and client registrations are kept between runs.
 
 Tokens are keyed by (resource, issuer, client id) and registrations by (issuer, redirect URI),
-so credentials of one authorization server are never offered to another (SEP-2352). `MemoryStore`
+so credentials of one authorization server are never offered to another (SEP-2352). `MemoryTokenStore`
 keeps them for the process; `FileStore` in one JSON file created with mode 0600 under the user's
 config directory (`$XDG_CONFIG_HOME/mcp-agent-kit/oauth.json`, default `~/.config/...`). Several
 processes may share the file (`auth login` beside a running gateway): every change is a
@@ -96,7 +96,7 @@ def _registration_key(issuer: str, redirect_uri: str) -> str:
     return json.dumps([issuer, redirect_uri])
 
 
-class MemoryStore:
+class MemoryTokenStore:
     def __init__(self) -> None:
         self._tokens: Tokens = {}
         self._registrations: Registrations = {}
@@ -155,8 +155,8 @@ def config_dir() -> Path:
     return Path(base) / "mcp-agent-kit"
 
 
-class FileStore(MemoryStore):
-    """A MemoryStore mirrored to a 0600 JSON file that other processes may change too."""
+class FileStore(MemoryTokenStore):
+    """A MemoryTokenStore mirrored to a 0600 JSON file that other processes may change too."""
 
     def __init__(self, path: Path | None = None) -> None:
         super().__init__()
@@ -225,3 +225,6 @@ class FileStore(MemoryStore):
                 os.unlink(temp)
             raise
         self._seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+MemoryStore = MemoryTokenStore  # the documented name, kept importable
