@@ -25,6 +25,7 @@ from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.context import InputBroker
 from mcp_agent_kit.core.extension import Contributions, Lazy
+from mcp_agent_kit.core.task_machinery import TaskMachinery
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -138,7 +139,7 @@ def _work(tasks: TaskTable, task: TaskRecord, call: Call, tool: Any, arguments: 
 
 
 # ---- the extension -------------------------------------------------------------------------------
-class LegacyTasksExtension:
+class LegacyTasksExtension(TaskMachinery):
     """2025-11-25 tasks on one dispatcher: one task table per connection, the tasks/* methods, the
     task-augmented tools/call, `execution.taskSupport` in tools/list and `capabilities.tasks`."""
 
@@ -149,23 +150,7 @@ class LegacyTasksExtension:
         when None. Both are built when the first task needs them."""
         self.registry: Any = None
         self._table = Lazy(lambda: _new_table(limits))
-        self.lazy_pool: Lazy[WorkerPool] = pool if isinstance(pool, Lazy) else Lazy(
-            (lambda: pool) if pool is not None else self._new_pool)
-
-    def _new_pool(self) -> WorkerPool:
-        from mcp_agent_kit.core.worker_pool import WorkerPool
-
-        return WorkerPool(self.table.limits.workers)
-
-    @property
-    def table(self) -> TaskTable:
-        """The tasks of every connection (core.task_table.TaskTable), built on first use."""
-        return self._table.get()
-
-    @property
-    def pool(self) -> WorkerPool:
-        """The worker pool the tasks run on, built on first use (shared with 2026-07-28's tasks in a Server)."""
-        return self.lazy_pool.get()
+        self.lazy_pool = self._pool_from(pool)
 
     def bind(self, registry: Registry) -> Contributions:
         self.registry = registry

@@ -26,6 +26,7 @@ from mcp_agent_kit.core.call import Call, Method
 from mcp_agent_kit.core.context import Context, InputBroker, capability_declared, required_capability
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
+from mcp_agent_kit.core.task_machinery import TaskMachinery
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 from mcp_agent_kit.wire.mcp import MODERN
@@ -133,7 +134,7 @@ class TaskSource(Protocol):
 
 
 # ---- the extension and its store ---------------------------------------------------------------------
-class TasksExtension:
+class TasksExtension(TaskMachinery):
     """The 2026-07-28 tasks extension on one dispatcher: its task table, methods and tools/call hook."""
 
     name = "tasks"
@@ -146,8 +147,7 @@ class TasksExtension:
         self.poll_ms = poll_ms
         self._limits = limits
         self._table = Lazy(self._new_table)
-        self.lazy_pool: Lazy[WorkerPool] = pool if isinstance(pool, Lazy) else Lazy(
-            (lambda: pool) if pool is not None else self._new_pool)
+        self.lazy_pool = self._pool_from(pool)
         self.registry: Any = None
         self.sources: tuple[TaskSource, ...] = ()
         if listen is not None:
@@ -159,21 +159,6 @@ class TasksExtension:
         poll_ms = self.poll_ms
         return TaskTable(lambda task: render(task, poll_ms), changed=self._push,
                          limits=DEFAULT_LIMITS if self._limits is None else self._limits)
-
-    def _new_pool(self) -> WorkerPool:
-        from mcp_agent_kit.core.worker_pool import WorkerPool
-
-        return WorkerPool(self.table.limits.workers)
-
-    @property
-    def table(self) -> TaskTable:
-        """The tasks (core.task_table.TaskTable), built on first use."""
-        return self._table.get()
-
-    @property
-    def pool(self) -> WorkerPool:
-        """The worker pool the tasks run on, built on first use (shared with 2025-11-25's tasks in a Server)."""
-        return self.lazy_pool.get()
 
     @property
     def lock(self) -> threading.Condition:
