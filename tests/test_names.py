@@ -14,7 +14,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mcp_agent_kit"
 KNOWN_DUPLICATES = frozenset({
     "AcpAgent", "Agent", "AgentInfo", "Cancelled", "Channel", "ConfigError", "Connection", "Handler", "Policy",
     "Reply", "Reporter", "Request", "Server", "Terminal", "Timeouts", "ToolCall", "Unavailable",
-    "_Reader", "_Run", "_Turn",
 })
 
 

@@ -77,7 +77,7 @@ class TurnResult:
                 "toolCalls": self.tool_calls, "permissions": self.permissions, "files_written": self.files_written}
 
 
-class _Turn:
+class _OpenTurn:
     """The bookkeeping of the running turn."""
 
     def __init__(self) -> None:
@@ -117,7 +117,7 @@ class Session:
         self.respawned: str | None = None  # "loaded" or "new" after the agent was restarted under this session
         self.result: TurnResult | None = None
         self._loading = False
-        self._turn: _Turn | None = None
+        self._turn: _OpenTurn | None = None
         self._lock = threading.Lock()
 
     # -- what the agent tells us ---------------------------------------------------------------
@@ -166,7 +166,7 @@ class Session:
             self.modes = {**self.modes, "currentModeId": event.mode_id}
 
     @staticmethod
-    def _track_turn(turn: _Turn, event: ev.Event) -> None:
+    def _track_turn(turn: _OpenTurn, event: ev.Event) -> None:
         if isinstance(event, ev.AgentMessageChunk):
             turn.text.append(event.text)
         elif isinstance(event, ev.ToolCall):
@@ -196,7 +196,7 @@ class Session:
                 raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
             self.agent.ensure_running(self)
             self.agent.check_prompt(blocks)
-            turn = self._turn = _Turn()
+            turn = self._turn = _OpenTurn()
         self.result = None
         pending = self.agent.connection.send_request(wire.SESSION_PROMPT, {"sessionId": self.id, "prompt": blocks})
         deadline = time.monotonic() + (timeout if timeout is not None else self.agent.timeouts.turn)
@@ -229,7 +229,7 @@ class Session:
         assert self.result is not None
         return self.result
 
-    def _drop_rest(self, turn: _Turn) -> None:
+    def _drop_rest(self, turn: _OpenTurn) -> None:
         dropped = 0
         with contextlib.suppress(queue.Empty):
             while True:
@@ -238,7 +238,7 @@ class Session:
         if dropped:
             self.agent.log(f"session {self.id}: {dropped} events queued when the agent was stopped were not delivered")
 
-    def _watch(self, turn: _Turn, deadline: float) -> None:
+    def _watch(self, turn: _OpenTurn, deadline: float) -> None:
         now = time.monotonic()
         if turn.cancel_sent_at is None and now > deadline:
             turn.timed_out = True
@@ -258,7 +258,7 @@ class Session:
         with contextlib.suppress(ConnectionClosed):  # the agent is gone already: the turn ends on its own
             self.agent.connection.notify(wire.SESSION_CANCEL, {"sessionId": self.id})
 
-    def _finish(self, turn: _Turn, pending: Any) -> TurnResult:
+    def _finish(self, turn: _OpenTurn, pending: Any) -> TurnResult:
         try:
             response = pending.wait(0)
         except ConnectionClosed as exc:
@@ -285,7 +285,7 @@ class Session:
             note = f"the agent sent an unknown stopReason {stop!r}"
         return self._result(turn, stop, raw, note)
 
-    def _result(self, turn: _Turn, stop: str, raw: dict[str, Any], note: str | None) -> TurnResult:
+    def _result(self, turn: _OpenTurn, stop: str, raw: dict[str, Any], note: str | None) -> TurnResult:
         if note:
             self.agent.log(f"session {self.id}: {note}")
         tool_calls = [{"toolCallId": tid, "title": call.get("title"), "kind": call.get("kind"),

@@ -59,7 +59,7 @@ def python_error(stderr: str) -> str | None:
     return f"{frames[-1][0]}:{frames[-1][1]}: {last}" if frames else last
 
 
-class _Run:
+class _Started:
     """One started command: its stdout lines on a queue, its stderr kept, its group ended by `stop`."""
 
     def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
@@ -119,7 +119,7 @@ def start_problem(command: list[str], env: dict[str, str], seconds: float = CHEC
                   cwd: Path | None = None) -> str | None:
     """None when the command answers `server/discover` or `initialize` within `seconds`; else why not."""
     try:
-        run = _Run(command, env, cwd or Path.home())
+        run = _Started(command, env, cwd or Path.home())
     except OSError as exc:
         return f"cannot run {command[0]}: {exc.strerror or exc}"
     probe = Probe(client_info={"name": "mcp-agent-kit-install", "version": VERSION})

@@ -104,7 +104,7 @@ def _strip_comment(text: str) -> str:
     return (text[: match.start()] if match else text).rstrip()
 
 
-class _Reader:
+class _YamlLines:
     """Recursive-descent reader over the frontmatter lines (file line = index + first)."""
 
     def __init__(self, lines: list[str], first: int) -> None:
@@ -394,7 +394,7 @@ def read(text: str) -> Frontmatter:
         if any(char != "\t" and not _printable(ord(char)) for char in line):
             problems.append(Problem(number, "control-char", MESSAGES["control-char"]))
     body = "\n".join(lines[closing + 1 :])
-    reader = _Reader(fm_lines, 2)
+    reader = _YamlLines(fm_lines, 2)
     first = reader.next_content()
     data: dict[str, Value] | None = None
     if first is None or reader.key(reader.lines[first].lstrip(" "), first) is None:
