@@ -15,6 +15,7 @@ from tests.agents.conftest import TASKS_META, GatewayRun
 from tests.agents.test_agents_acp import AGENT, _config
 from tests.agents.test_agents_curl import poll, start_task
 from tests.agents.test_agents_sdk import Client, types
+from tests.agents.test_agents_sdk import _answer as _sdk_answer
 
 TURNS = 50
 
@@ -93,3 +94,21 @@ def test_the_words_said_before_a_question_reach_the_mcp_client_before_it(
         assert heard.count("ASKED") == 1, (n, heard)
         before = "".join(h for h in heard[:heard.index("ASKED")] if not h.startswith(("Plan:", "Tool:")))
         assert before == f"Echo: alpha beta gamma {n}", (n, heard)
+
+
+def test_an_a2a_turn_paused_on_a_question_keeps_its_slot_too(
+        agent_url: str, gateway_of: Callable[..., GatewayRun]) -> None:
+    run = gateway_of({"agents": {"kagent/my-first-agent": {"a2a": agent_url, "max_concurrent": 1}}})
+    agent = {"namespace": "kagent", "name": "my-first-agent"}
+    first = start_task(run, {"agent": agent, "message": "Which database?"})
+    paused = poll(run, first, until=("input_required",))
+    second = start_task(run, {"agent": agent, "message": "What is 2+2?"})
+    queued = poll(run, second, until=("working", "completed"))
+    assert queued["statusMessage"] == "queued (position 1)", queued
+    (key, request), = paused["inputRequests"].items()
+    reply = run.rpc("tasks/update", {"taskId": first, "_meta": TASKS_META,
+                                      "inputResponses": {key: _sdk_answer(request, "accept")}})
+    assert "result" in reply, reply
+    done = poll(run, first, until=("completed", "failed"))
+    assert done["result"]["structuredContent"]["text"] == "You chose PostgreSQL as the database to use."
+    assert poll(run, second, until=("completed", "failed"))["result"]["structuredContent"]["text"] == "4"
