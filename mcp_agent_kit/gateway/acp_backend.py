@@ -6,10 +6,13 @@ respawns it and restores the session with `session/load` where the agent support
 its own thread: `session/update`s become the turn's stream — each message chunk as it came (never the
 text so far: the whole is the turn's end), its plan and tool activity as status lines; a
 `session/request_permission` is answered by the entry's `approve` policy — `all` allows, `reads` allows
-read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn with a Question
-whose payload is the permission options (the prompt stays open until the answer, a cancel or the turn's
-timeout). An agent that dies mid-turn fails that turn with a clear message; the next turn starts a fresh
-process. Rules: speaks ACP through mcp_agent_kit.acp only; knows no MCP, no store.
+read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn (`paused`) with a
+Question whose payload is the permission options. The question travels through the session's own event
+stream (ev.PermissionAsked), so it is reported after every update the agent sent before asking; the
+prompt stays open, reporting to the same sink, until the answer (handed straight to the waiting
+request), a cancel or the turn's timeout. An agent that dies mid-turn (paused or not) fails that turn
+with a clear message; the next turn starts a fresh process. Rules: speaks ACP through mcp_agent_kit.acp
+only; knows no MCP, no store.
 """
 
 from __future__ import annotations
