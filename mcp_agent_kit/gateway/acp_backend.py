@@ -6,10 +6,13 @@ respawns it and restores the session with `session/load` where the agent support
 its own thread: `session/update`s become the turn's stream — each message chunk as it came (never the
 text so far: the whole is the turn's end), its plan and tool activity as status lines; a
 `session/request_permission` is answered by the entry's `approve` policy — `all` allows, `reads` allows
-read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn with a Question
-whose payload is the permission options (the prompt stays open until the answer, a cancel or the turn's
-timeout). An agent that dies mid-turn fails that turn with a clear message; the next turn starts a fresh
-process. Rules: speaks ACP through mcp_agent_kit.acp only; knows no MCP, no store.
+read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn (`paused`) with a
+Question whose payload is the permission options. The question travels through the session's own event
+stream (ev.PermissionAsked), so it is reported after every update the agent sent before asking; the
+prompt stays open, reporting to the same sink, until the answer (handed straight to the waiting
+request), a cancel or the turn's timeout. An agent that dies mid-turn (paused or not) fails that turn
+with a clear message; the next turn starts a fresh process. Rules: speaks ACP through mcp_agent_kit.acp
+only; knows no MCP, no store.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,21 +46,20 @@ class _Turn:
     """The running prompt of one session: where it reports and, while paused, the answer it waits for."""
 
     turn_id: str
-    sink: ab.TurnSink | None
+    sink: ab.TurnSink
     answered: threading.Event = field(default_factory=threading.Event)
     choice: PermissionOption | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def report(self, call: Callable[[ab.TurnSink], None]) -> None:
-        """Report to the current sink; nothing is reported while the turn is paused (no one reads it)."""
-        with self.lock:
-            sink = self.sink
-        if sink is not None:
-            call(sink)
 
 
 def _option_json(option: PermissionOption) -> dict[str, str]:
     return {"optionId": option.option_id, "name": option.name, "kind": option.kind}
+
+
+def _question(request: PermissionRequest) -> ab.Question:
+    """The pause a permission request makes: its options are the question's payload."""
+    return ab.Question(key=f"permission-{request.tool_call_id or uuid.uuid4()}",
+                       message=f"The agent asks permission for: {request.title or 'a tool call'}",
+                       payload={"options": [_option_json(o) for o in request.options]})
 
 
 def progress_of(event: ev.Event, calls: dict[str, dict[str, Any]]) -> str | None:
@@ -83,8 +84,7 @@ class AcpBackend:
         self.agent: AcpAgent | None = None
         self.error: str | None = None
         self.sessions: dict[str, Session] = {}  # gateway session id -> its ACP session (whose id may change)
-        self.turns: dict[str, _Turn] = {}  # gateway session id -> its running turn
-        self.ended_paused: dict[str, tuple[str, ab.TurnEnd]] = {}  # session -> (turn id, how it ended unseen)
+        self.turns: dict[str, _Turn] = {}  # gateway session id -> its running (or paused) turn
         self.last_used = time.monotonic()
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -185,7 +185,7 @@ class AcpBackend:
                          daemon=True).start()
 
     def _run(self, gateway_id: str, message: str, turn: _Turn) -> None:
-        turn.report(lambda s: s.started(turn.turn_id, gateway_id))
+        turn.sink.started(turn.turn_id, gateway_id)
         end: ab.TurnEnd
         try:
             session = self._session(gateway_id)
@@ -203,19 +203,18 @@ class AcpBackend:
             if self.turns.get(gateway_id) is turn:
                 del self.turns[gateway_id]
             self.last_used = time.monotonic()
-            if turn.sink is None:  # it ended while paused (the agent died, the question timed out): tell the answer
-                self.ended_paused[gateway_id] = (turn.turn_id, end)
-        turn.report(lambda s: s.ended(end))
+        turn.sink.ended(end)  # also one that ended while paused (the agent died, the question timed out)
 
     def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
         if isinstance(event, ev.AgentMessageChunk):
-            chunk = event.text
-            if chunk:
-                turn.report(lambda s: s.streamed(chunk))
-            return
-        said = progress_of(event, session.tool_calls)
-        if said:
-            turn.report(lambda s: s.progress(said))
+            if event.text:
+                turn.sink.streamed(event.text)
+        elif isinstance(event, ev.PermissionAsked):
+            turn.sink.paused(_question(event.request))
+        else:
+            said = progress_of(event, session.tool_calls)
+            if said:
+                turn.sink.progress(said)
 
     def _turn_of(self, acp_session_id: str) -> tuple[str, _Turn] | None:
         with self._lock:
@@ -231,29 +230,24 @@ class AcpBackend:
         found = self._turn_of(request.session_id)
         if found is None:
             return request.reject()
-        _, turn = found
-        title = request.title or "a tool call"
-        question = ab.Question(key=f"permission-{request.tool_call_id or uuid.uuid4()}",
-                               message=f"The agent asks permission for: {title}",
-                               payload={"options": [_option_json(o) for o in request.options]})
-        with turn.lock:
-            sink, turn.sink, turn.choice = turn.sink, None, None
-            turn.answered.clear()
-        if sink is not None:
-            sink.ended(ab.TurnEnd(ab.INPUT_REQUIRED, question.message, question))
+        gateway_id, turn = found
+        with self._lock:
+            session = self.sessions[gateway_id]
+        turn.choice = None
+        turn.answered.clear()
+        # through the session's own stream, not straight to the sink: every update the agent sent before asking
+        # is still queued there, and must reach the turn's readers before the question does
+        session.deliver(ev.PermissionAsked(request.session_id, "permission_asked", request.raw, request))
         turn.answered.wait(self.spec.timeout)
         return turn.choice
 
     def answer(self, session: str, turn_id: str, question: ab.Question, action: str, content: dict[str, Any],
                sink: ab.TurnSink) -> None:
+        """The choice goes straight to the permission request the paused turn's agent waits on; the turn's own
+        run reports on (to the sink it started with, which is this one)."""
         with self._lock:
             turn = self.turns.get(session)
-            unseen = self.ended_paused.pop(session, None)
-        if turn is None or turn.turn_id != turn_id:
-            if unseen is not None and unseen[0] == turn_id:
-                sink.ended(unseen[1] if unseen[1].state != ab.COMPLETED else ab.TurnEnd(
-                    ab.FAILED, f"agent {self.spec.ref} ended the turn before the answer came: {unseen[1].text}"))
-                return
+        if turn is None or turn.turn_id != turn_id:  # its run ended (and said so) or ran in another process
             sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: the paused turn is gone (the agent or the "
                                              f"gateway was restarted)"))
             return
@@ -262,9 +256,8 @@ class AcpBackend:
                    for o in question.payload.get("options", []) if isinstance(o, dict)}
         reject = next((o for o in options.values() if o.kind in (wire.REJECT_ONCE, wire.REJECT_ALWAYS)), None)
         choices = {"accept": options.get(str(content.get("response"))), "decline": reject, "cancel": None}
-        with turn.lock:
-            turn.choice, turn.sink = choices[action], sink
-            turn.answered.set()
+        turn.choice = choices[action]
+        turn.answered.set()
 
     def cancel(self, session: str, turn_id: str) -> None:
         with self._lock:

@@ -3,7 +3,8 @@
 The tools (gateway.agent_tools) drive an agent only through this protocol, so an A2A agent
 (gateway.a2a_backend) and an ACP agent are interchangeable. A turn runs off the caller's thread:
 `start_turn` returns at once and reports through a TurnSink — the reply as it streams (each new piece,
-never the text so far), status lines, a Question when the agent pauses, and exactly one TurnEnd. Rules:
+never the text so far), status lines, a Question when the agent pauses (`paused`: the run stays open; or
+an INPUT_REQUIRED TurnEnd: the run is over and the answer is a new one), and exactly one TurnEnd. Rules:
 plain data and protocols only; nothing here knows a wire, a store or MCP.
 """
 
@@ -69,8 +70,15 @@ class TurnSink(Protocol):
     def progress(self, text: str) -> None:
         """A readable status line: the agent's plan, its tool activity or its status message."""
 
+    def paused(self, question: Question) -> None:
+        """The agent asks `question` while its turn stays open (ACP: the prompt waits on a permission request):
+        the turn keeps running, `answer` hands the reply to the waiting agent, and the same run goes on
+        reporting here until its one `ended`. Reported after every update the agent sent before asking."""
+
     def ended(self, end: TurnEnd) -> None:
-        """Exactly once per start_turn/answer: finished, failed, cancelled, or paused with a question."""
+        """Exactly once per run (a start_turn, or an answer to an INPUT_REQUIRED end; an answer to a `paused`
+        turn goes on in its open run): finished, failed, cancelled, or INPUT_REQUIRED with a question (a pause
+        that ends the run: A2A's, whose answer is a new request)."""
 
 
 class AgentBackend(Protocol):
@@ -79,9 +87,9 @@ class AgentBackend(Protocol):
     An ACP implementation (the next one to write) maps: `new_session` -> `session/new` with the
     configured cwd (and MCP servers to hand on), `start_turn` -> one `session/prompt`, its
     `session/update`s -> `streamed` / `progress`, a `session/request_permission` the policy must ask about ->
-    `ended(TurnEnd(INPUT_REQUIRED, question=Question(key, message, {"options": [...]})))` (the
-    prompt stays open), `answer` -> the chosen option id (decline/cancel -> the reject or cancelled
-    outcome), `cancel` -> `session/cancel`, `fork` -> `session/fork` when advertised
+    `paused(Question(key, message, {"options": [...]}))` (the prompt stays open, the run goes on),
+    `answer` -> the chosen option id handed to the waiting request (decline/cancel -> the reject or
+    cancelled outcome), `cancel` -> `session/cancel`, `fork` -> `session/fork` when advertised
     (else SessionRefused). At most one turn per session at a time; `idle` stops the process and the
     next turn respawns it with `session/load`.
     """
@@ -102,7 +110,8 @@ class AgentBackend(Protocol):
 
     def answer(self, session: str, turn_id: str, question: Question, action: str, content: dict[str, Any],
                sink: TurnSink) -> None:
-        """Resume a paused turn with the caller's elicitation result (already validated); reports to `sink`."""
+        """Resume a paused turn with the caller's elicitation result (already validated): a `paused` one's open
+        run gets it at once and reports on; an ended one's answer is a new run reporting to `sink`."""
 
     def cancel(self, session: str, turn_id: str) -> None:
         """Ask the agent to stop the turn (A2A CancelTask; ACP `session/cancel`)."""

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from mcp_agent_kit.gateway import agent_backend as ab
@@ -190,15 +191,20 @@ class AgentService:
                 log.warning("pushing task %s failed: %r", live.id, exc)
 
     def _run_ended(self, live: LiveTurn) -> None:
+        """A run ended: a finished turn gives back its slot; a paused one (A2A's pause ends its run) keeps it."""
         if live.finished:
             with self._lock:
                 self.live.pop(live.id, None)
+            self._release(live)
+
+    def _release(self, live: LiveTurn) -> None:
         session = self.store.session_any(live.session_id)
         if session is not None:
-            self.lanes[session["agent"]].done()
+            self.lanes[session["agent"]].release(live)
 
     def _cancelled_here(self, live: LiveTurn, message: str) -> None:
-        """Record a cancel no agent run will report (the turn was queued, or paused with no reader)."""
+        """Record a cancel here (the turn was queued, or paused: an A2A pause has no run to report it) and give
+        back its slot (an ACP run's own cancelled end then changes nothing)."""
         self.store.update_turn(live.id, status="cancelled", state=ab.CANCELED, message=message, question=None)
         with live.cond:
             live.status, live.question, live.end = "cancelled", None, ab.TurnEnd(ab.CANCELED, message)
@@ -206,6 +212,7 @@ class AgentService:
         self._changed(live)
         with self._lock:
             self.live.pop(live.id, None)
+        self._release(live)
 
     def begin(self, principal: str | None, arguments: dict[str, Any]) -> LiveTurn:
         """Start the turn invoke_agent asks for (or find the one a retried message_id started)."""
@@ -247,12 +254,19 @@ class AgentService:
         return live
 
     def resume(self, live: LiveTurn, action: str, content: dict[str, Any]) -> None:
+        """Hand the answer to the paused turn's agent at once: the turn kept its slot, so nothing queues it (a
+        turn paused before this process held it, after a restart, takes a slot like a start). A second
+        answer to the same pause changes nothing."""
         session = self.store.session_any(live.session_id)
-        assert session is not None and live.question is not None
+        assert session is not None
         question, backend = live.question, self.backend(session["agent"])
-        live.resume()
-        self.lanes[session["agent"]].submit(live, lambda: backend.answer(
-            session["id"], live.agent_task_id, question, action, content, live))
+        if question is None or not live.resume():
+            return
+        answer = partial(backend.answer, session["id"], live.agent_task_id, question, action, content, live)
+        if live.slot:
+            answer()
+        else:
+            self.lanes[session["agent"]].submit(live, answer)
 
     def cancel(self, live: LiveTurn) -> None:
         session = self.store.session_any(live.session_id)

@@ -7,11 +7,11 @@ ended), so the bytes stored and sent grow linearly with the reply. TurnView fold
 task's `statusMessage` while it runs: the latest status line, or the last line of the reply so far, at
 most LINE_MAX characters. A LiveTurn wakes whoever waits on it — the completion object a blocking
 invoke_agent waits on (a Condition; the waiting worker holds no other resource, and the turn itself runs
-on the backend's one reader thread). A Lane admits at most `max_concurrent` runs of one agent (a run: a
-turn's start, or its resumption after an answer) and queues the rest in order, each showing `queued
-(position N)`. Task ids are `v1.` + base64url(JSON) + `.` + an HMAC bound to the principal, so a caller
-cannot forge or reuse another's. Rules: no MCP methods and no tools here; statuses follow
-core.task_table.
+on the backend's one reader thread). A pause is a state, not an end: a paused turn is input_required and
+keeps its slot. A Lane admits at most `max_concurrent` turns of one agent (running or paused; a slot is
+given back once the turn is over) and queues the rest in order, each showing `queued (position N)`.
+Task ids are `v1.` + base64url(JSON) + `.` + an HMAC bound to the principal, so a caller cannot forge or
+reuse another's. Rules: no MCP methods and no tools here; statuses follow core.task_table.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class LiveTurn:
         self.seq = 0  # the last event of the turn's log this process appended
         self.view = TurnView()
         self.queued = False
+        self.slot = False  # it holds one of its agent's max_concurrent slots (a paused turn keeps it)
 
     # ---- TurnSink ----------------------------------------------------------------------------------
     def started(self, turn_id: str, context_id: str) -> None:
@@ -147,7 +148,18 @@ class LiveTurn:
         if push:
             self.changed()
 
+    def paused(self, question: ab.Question) -> None:
+        """The agent asks while its run stays open: the task is input_required, the run (and its slot) goes on."""
+        self._settle(ab.TurnEnd(ab.INPUT_REQUIRED, question.message, question))
+
     def ended(self, end: ab.TurnEnd) -> None:
+        """The run is over (or paused as A2A pauses: its run over); a turn already finished (cancelled here)
+        stays as it is, but its run's end still counts (the slot it held is given back)."""
+        if not self.finished:
+            self._settle(end)
+        self.on_run_end(self)
+
+    def _settle(self, end: ab.TurnEnd) -> None:
         status = STATUS.get(end.state, "completed")
         question = end.question if status == "input_required" else None
         payload = None if question is None else {"key": question.key, "message": question.message,
@@ -158,20 +170,23 @@ class LiveTurn:
             self.status, self.end, self.question = status, end, question
             self.cond.notify_all()
         self.changed()
-        self.on_run_end(self)
 
     def changed(self) -> None:
         if self.on_change is not None:
             self.on_change(self)
 
     # ---- waiting -----------------------------------------------------------------------------------
-    def resume(self) -> None:
+    def resume(self) -> bool:
+        """The answer is on its way: working again. False (nothing changed) unless the turn was paused."""
         with self.cond:
+            if self.status != "input_required":
+                return False
             self.status, self.end, self.question = "working", None, None
         answered = "The answer was sent to the agent."
         self.store.update_turn(self.id, status="working", state=ab.WORKING, message=answered, question=None)
         self.note(answered)
         self.changed()
+        return True
 
     def status_line(self, stored: str) -> str:
         """The running turn's statusMessage: what its stream says now, else `stored` (its row's message)."""
@@ -219,7 +234,8 @@ class LiveTurn:
 
 
 class Lane:
-    """One agent's admission: at most `limit` runs at once, the rest in FIFO order."""
+    """One agent's admission: at most `limit` turns hold a slot at once (running or paused), the rest wait
+    in FIFO order."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -231,7 +247,7 @@ class Lane:
         with self.lock:
             if self.running < self.limit:
                 self.running += 1
-                start = True
+                turn.slot = start = True
             else:
                 self.waiting.append((turn, run))
                 turn.queued = True
@@ -241,14 +257,17 @@ class Lane:
         else:
             self._announce()
 
-    def done(self) -> None:
-        """A run ended (or paused): start the next waiting one."""
+    def release(self, turn: LiveTurn) -> None:
+        """The turn is over: give back the slot it held (if any, once) to the next waiting turn."""
         with self.lock:
+            if not turn.slot:
+                return
+            turn.slot = False
             nxt = self.waiting.popleft() if self.waiting else None
             if nxt is None:
                 self.running = max(0, self.running - 1)
             else:
-                nxt[0].queued = False
+                nxt[0].queued, nxt[0].slot = False, True
         if nxt is not None:
             nxt[0].note("")  # no longer queued: "The agent is working."
             self._announce()
