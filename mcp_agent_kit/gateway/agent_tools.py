@@ -149,6 +149,8 @@ class AgentTools:
             end = live.end
             if live.status == "working":
                 end, told = live.wait(spec.timeout, progress, lambda: ctx.cancelled, told)
+            else:  # it paused (or ended) before this call got here: what it said first is told first
+                _, told = live.wait(0.0, progress, lambda: True, told)
             row = service.store.turn(live.id, ctx.principal)
             assert row is not None
             if end is None and not live.finished and live.status != "input_required":
