@@ -100,7 +100,7 @@ class AgentTools:
                     "list_session_checkpoints": self.list_checkpoints, "fork_session": self.fork_session}
         for name, (description, properties, required) in SCHEMAS.items():
             schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-            server.add_tool(_guarded(handlers[name]), name=name, description=description, input_schema=schema)
+            server.add_raw_tool(name, schema, _guarded(handlers[name]), description=description)
         self.service.add_listener("turn_changed", self._push)
 
     def _push(self, live: Any) -> None:
@@ -299,9 +299,9 @@ class AgentTools:
 def _guarded(handler: Any) -> Any:
     """The registered tool function: service errors become isError results."""
 
-    def tool(_gateway_context: Context, **arguments: Any) -> ToolResult:
+    def tool(ctx: Context, arguments: dict[str, Any]) -> ToolResult:
         try:
-            result: ToolResult = handler(_gateway_context, arguments)
+            result: ToolResult = handler(ctx, arguments)
             return result
         except (ServiceError, StoreFull, SessionRefused) as exc:
             return ToolResult([text(str(exc))], is_error=True)

@@ -197,13 +197,13 @@ class Gateway:
     def _add_tool(self, backend: Backend, tool: dict[str, Any], public: str) -> None:
         original = tool["name"]
 
-        def proxy(_gateway_context: Context, **arguments: Any) -> ToolResult:
+        def proxy(ctx: Context, arguments: dict[str, Any]) -> ToolResult:
             def forward(progress: float, total: float | None, message: str | None) -> None:
-                _gateway_context.progress(progress, total, message)
+                ctx.progress(progress, total, message)
 
             if not backend.admit():
                 return ToolResult([content.text(backend.busy())], is_error=True)
-            relay = Relay(_gateway_context)
+            relay = Relay(ctx)
             try:
                 result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay.answerer)
             except FAILURES as exc:
@@ -219,12 +219,12 @@ class Gateway:
                 is_error=bool(result.get("isError")),
             )
 
-        self.server.add_tool(
+        self.server.add_raw_tool(
+            public,
+            tool["inputSchema"],
             proxy,
-            name=public,
             title=tool.get("title"),
             description=tool.get("description") or f"{original} on {backend.alias}",
-            input_schema=tool["inputSchema"],
             annotations=tool.get("annotations"),
             icons=tool.get("icons"),
         )
