@@ -26,7 +26,7 @@ from mcp_agent_kit.core.legacy_tasks import LegacyTasksExtension
 from mcp_agent_kit.core.listen import ListenExtension
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.core.skills_ext import SkillsExtension
-from mcp_agent_kit.core.tasks import TasksExtension
+from mcp_agent_kit.core.tasks import TasksExtension, TaskSource
 
 if TYPE_CHECKING:
     from mcp_agent_kit.core.task_mirror import Keeper
@@ -38,16 +38,20 @@ Lifespan = Callable[[Any], Any]
 DEFAULT_LEASE_S = 30.0
 
 
-def default_extensions(task_limits: TaskLimits | None = None, *, directory_read: bool = True) -> list[Extension]:
+def default_extensions(
+    task_limits: TaskLimits | None = None, *, directory_read: bool = True,
+    task_sources: Iterable[TaskSource] = (), skills: SkillsExtension | None = None,
+) -> list[Extension]:
     """The extensions every Server offers, in every transport and in-process: subscriptions/listen,
-    the 2026-07-28 tasks extension (which pushes task changes to listen streams), 2025-11-25's tasks
-    and the Skills extension (declared once a skill is served; `directory_read` offers
-    resources/directory/read). Both eras' tasks share one bounded worker pool of `task_limits.workers`
-    threads (core.task_table.DEFAULT_LIMITS when None), built when the first task runs."""
+    the 2026-07-28 tasks extension (which pushes task changes to listen streams; `task_sources` serve
+    their own tasks beside its table), 2025-11-25's tasks and the Skills extension (`skills`, or a
+    new one; declared once a skill is served; `directory_read` offers resources/directory/read).
+    Both eras' tasks share one bounded worker pool of `task_limits.workers` threads
+    (core.task_table.DEFAULT_LIMITS when None), built when the first task runs."""
     listen = ListenExtension()
-    tasks = TasksExtension(listen, limits=task_limits)
+    tasks = TasksExtension(listen, limits=task_limits, sources=task_sources)
     return [listen, tasks, LegacyTasksExtension(limits=task_limits, pool=tasks.lazy_pool),
-            SkillsExtension(directory_read=directory_read)]
+            skills if skills is not None else SkillsExtension(directory_read=directory_read)]
 
 
 def skill_directories(path: Path) -> list[Path]:
@@ -127,10 +131,11 @@ class Server(Registry):
     def __init__(self, name: str, version: str = "0.1.0", *, lifespan: Lifespan | None = None,
                  task_limits: TaskLimits | None = None, skills: Iterable[str | os.PathLike[str]] = (),
                  directory_read: bool = True, store: Store | None = None, lease_s: float = DEFAULT_LEASE_S,
-                 **options: Any) -> None:
+                 task_sources: Iterable[TaskSource] = (), **options: Any) -> None:
         """task_limits: how many tasks are kept and run, per principal and overall (docs/limits.md);
         skills: skill directories (or directories of them) to publish, as with `skills()`;
         directory_read: offer resources/directory/read on the skills;
+        task_sources: core.tasks.TaskSource objects that serve tasks of their own (the gateway's agents);
         store: share tasks and legacy sessions with the other replicas using it (`use_store`);
         secret (bytes, every replica the same): the HMAC key of requestState."""
         super().__init__(name, version, **options)
@@ -140,7 +145,9 @@ class Server(Registry):
         self._life_exit: Callable[..., Any] | None = None
         self._life_lock = threading.Lock()
         self._depth = 0
-        self.dispatcher = Dispatcher(self, default_extensions(task_limits, directory_read=directory_read))
+        self.skills_extension = SkillsExtension(directory_read=directory_read)  # what skills() publishes on
+        self.dispatcher = Dispatcher(self, default_extensions(task_limits, task_sources=task_sources,
+                                                              skills=self.skills_extension))
         self.store: Store | None = None
         self.keeper: Keeper | None = None
         if store is not None:
@@ -183,8 +190,7 @@ class Server(Registry):
         from mcp_agent_kit.packaging.findings import errors
         from mcp_agent_kit.packaging.skill_validate import validate_skill
 
-        extension = self.dispatcher.extension("skills")
-        assert isinstance(extension, SkillsExtension)
+        extension = self.skills_extension
         if prefix is not None and (not prefix or prefix.startswith("/") or prefix.endswith("/")):
             raise ValueError(f"prefix {prefix!r}: give path segments such as 'acme/billing', no leading or trailing /")
         directories = skill_directories(Path(path))

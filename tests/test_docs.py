@@ -112,6 +112,8 @@ def _signature_problems(tool: Any) -> list[str]:
     if rule is None:
         return []
     handler = tool.handler
+    if handler.raw:  # add_raw_tool: fn(ctx, arguments) has no signature to hold against the schema
+        return []
     skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
     problems: list[str] = rule(tool.wire, handler.fn, skip)
     return problems

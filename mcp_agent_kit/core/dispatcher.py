@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from mcp_agent_kit.core import methods
-from mcp_agent_kit.core.call import Call, MethodTable, Outbox
+from mcp_agent_kit.core.call import Call, DispatchView, MethodTable, Outbox, ToolAnnotator, ToolInterceptor
 from mcp_agent_kit.core.connection import Connection
-from mcp_agent_kit.core.extension import CapabilityHook, Extension, ToolAnnotator, ToolInterceptor
+from mcp_agent_kit.core.extension import CapabilityHook, Extension
 from mcp_agent_kit.core.registry import Registry
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import jsonrpc, mcp
@@ -125,6 +126,10 @@ class Dispatcher:
         self.extensions: tuple[Extension, ...] = tuple(extensions)
         for extension in self.extensions:
             self._compose(extension)
+        # What handlers read (call.view): fixed from here on, like the tables it shows.
+        self.view = DispatchView(
+            registry, MappingProxyType(self.interceptors), MappingProxyType(self.annotators), self.capabilities
+        )
         registry.on_change(self._registry_changed)
 
     def _compose(self, extension: Extension) -> None:
@@ -246,7 +251,7 @@ class Dispatcher:
             raise RpcError.invalid_params(f"unknown log level {level!r}")
         client_info = meta.get(mcp.META_CLIENT_INFO)
         call = Call(
-            self, conn, method, message["id"], params, MODERN, version, declared,
+            self.view, conn, method, message["id"], params, MODERN, version, declared,
             client_info if isinstance(client_info, dict) else None, out, cancel, level, meta.get("progressToken"),
         )
         return self.shape_modern(method, entry.fn(call))
@@ -265,7 +270,7 @@ class Dispatcher:
         params = message.get("params") or {}
         meta = _meta_of(params) or {}
         call = Call(
-            self, conn, method, message["id"], params, LEGACY, conn.version,
+            self.view, conn, method, message["id"], params, LEGACY, conn.version,
             conn.client_capabilities, conn.client_info, out if conn.can_request else None,
             cancel, conn.log_level or "debug", meta.get("progressToken"),
         )

@@ -17,13 +17,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from mcp_agent_kit.core.call import Call, Method
+from mcp_agent_kit.core.call import Method, ToolAnnotator, ToolInterceptor
 from mcp_agent_kit.core.registry import Registry
 
-ToolInterceptor = Callable[[Call, Any, dict[str, Any]], "dict[str, Any] | None"]
-"""intercept(call, tool, arguments): the result to send for a validated tools/call, or None to run it as usual."""
-ToolAnnotator = Callable[[Call, list[dict[str, Any]]], list[dict[str, Any]]]
-"""annotate(call, tools): the tools/list page to send (new dicts for changed tools; the given ones are shared)."""
 CapabilityHook = Callable[[str, dict[str, Any]], None]
 """extend(version, capabilities): add to the ServerCapabilities offered at `version` (era in the key)."""
 T = TypeVar("T")

@@ -1,5 +1,6 @@
 """handler: a user callable plus how to call it (its Context parameter, async-ness, conversions).
 
+A raw handler (Registry.add_raw_tool) is called `fn(ctx, arguments)` instead.
 Rules: introspection happens once, at registration; `convert` is on the hot path and does
 nothing for a handler with nothing to convert. Knows nothing of MCP shapes or eras.
 """
@@ -22,7 +23,7 @@ def _context_type() -> type:
 class Handler:
     """A user callable plus how to call it."""
 
-    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "plain", "takes_kwargs")
+    __slots__ = ("accepts", "context_arg", "converters", "fn", "is_async", "plain", "raw", "takes_kwargs")
 
     def __init__(
         self,
@@ -37,6 +38,7 @@ class Handler:
         self.takes_kwargs = takes_kwargs
         self.is_async = is_async
         self.plain = context_arg is None and not is_async  # callable directly: no Context, no event loop
+        self.raw = False  # a raw tool's fn(ctx, arguments) (Registry.add_raw_tool), not fn(**arguments)
         self.converters = converters or {}
         # The argument names fn can receive (None: it takes **kwargs, so any name).
         self.accepts: frozenset[str] | None = None

@@ -49,6 +49,9 @@ def run_coroutine(coro: Coroutine[Any, Any, Any], cancel: threading.Event | None
 def call(handler: Handler, arguments: dict[str, Any], context: Any, cancel: threading.Event | None = None) -> Any:
     if not handler.context_arg and not handler.is_async:
         return handler.fn(**arguments)
+    if handler.raw:  # Registry.add_raw_tool: fn(ctx, arguments)
+        value = handler.fn(context, arguments)
+        return run_coroutine(value, cancel) if handler.is_async else value
     kwargs = dict(arguments)
     if handler.context_arg:
         kwargs[handler.context_arg] = context

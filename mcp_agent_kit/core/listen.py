@@ -166,7 +166,7 @@ def _lists_change(version: str, caps: dict[str, Any]) -> None:
 def _honoured(
     call: Call, wanted: dict[str, Any], sub: Subscription, extras: dict[str, Callable[[Call, Subscription, Any], Any]]
 ) -> dict[str, Any]:
-    offered = call.dispatcher.capabilities(MODERN)
+    offered = call.view.capabilities(MODERN)
     ack: dict[str, Any] = {}
     for flag, (kinds, capability, _) in LIST_FLAGS.items():
         if wanted.get(flag) is True and capability in offered:

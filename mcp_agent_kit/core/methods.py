@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.core import content, invoke, mrtr
 from mcp_agent_kit.core.call import Call, Method, MethodTable
 from mcp_agent_kit.core.context import Context, InputRequired
-from mcp_agent_kit.core.registry import Handler, ResourceNotFound, TemplateDef
+from mcp_agent_kit.core.registry import Handler, ListKind, ResourceNotFound, TemplateDef
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -59,7 +59,7 @@ def page_offset(kind: str, cursor: Any, total: int) -> int:
     return offset
 
 
-def _page(call: Call, kind: str) -> dict[str, Any]:
+def _page(call: Call, kind: ListKind) -> dict[str, Any]:
     items = call.registry.listing(kind)
     size = call.registry.page_size
     start = page_offset(kind, call.params.get("cursor"), len(items))
@@ -71,7 +71,7 @@ def _page(call: Call, kind: str) -> dict[str, Any]:
 
 def tools_list(call: Call) -> dict[str, Any]:
     result = _page(call, "tools")
-    for annotate in call.dispatcher.annotators[call.era]:  # extensions' tools/list hooks (core.extension)
+    for annotate in call.view.annotators[call.era]:  # extensions' tools/list hooks (core.extension)
         result["tools"] = annotate(call, result["tools"])
     return result
 
@@ -99,7 +99,7 @@ def tools_call(call: Call) -> dict[str, Any]:
         arguments = {}
     elif type(arguments) is not dict:
         raise RpcError.invalid_params('"arguments" must be an object')
-    tool = call.dispatcher.registry.get_tool(name)
+    tool = call.view.registry.get_tool(name)
     if tool is None:
         raise RpcError.invalid_params(f"unknown tool {name!r}")
     validator = tool._input
@@ -122,7 +122,7 @@ def execute_tool(call: Call, tool: Any, arguments: dict[str, Any]) -> dict[str, 
     """Run a validated tool call to its CallToolResult (or an InputRequiredResult); an extension's
     interceptor (core.tasks: run it as a task) may answer instead."""
     if call.task is None:  # a task's own worker runs the tool itself
-        for intercept in call.dispatcher.interceptors[call.era]:
+        for intercept in call.view.interceptors[call.era]:
             taken: dict[str, Any] | None = intercept(call, tool, arguments)
             if taken is not None:
                 return taken
@@ -296,7 +296,7 @@ def server_discover(call: Call) -> dict[str, Any]:
     registry = call.registry
     result: dict[str, Any] = {
         "supportedVersions": list(mcp.MODERN_VERSIONS),
-        "capabilities": call.dispatcher.capabilities(MODERN),
+        "capabilities": call.view.capabilities(MODERN),
     }
     if registry.instructions:
         result["instructions"] = registry.instructions
@@ -311,7 +311,7 @@ def initialize(call: Call) -> dict[str, Any]:
     info = call.params.get("clientInfo")
     conn.client_info = info if isinstance(info, dict) else None
     registry = call.registry
-    capabilities_offered = call.dispatcher.capabilities(LEGACY, conn.version)
+    capabilities_offered = call.view.capabilities(LEGACY, conn.version)
     result: dict[str, Any] = {
         "protocolVersion": conn.version,
         "capabilities": capabilities_offered,

@@ -1,7 +1,9 @@
 """registry: what a server offers — tools, resources, templates, prompts, completions.
 
 Decorators and explicit registration build immutable definitions; every list is served in a
-deterministic order (by name or URI) whatever the registration order. Rules: no protocol
+deterministic order (by name or URI) whatever the registration order. A raw tool (add_raw_tool:
+a JSON schema and `fn(ctx, arguments)`) serves a schema that comes as data (a gateway's relayed
+tools) without a Python signature to derive it from. Rules: no protocol
 dispatch, no transports, no eras; change listeners are plain callables.
 """
 
@@ -11,12 +13,17 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mcp_agent_kit.core.handler import Handler as Handler  # re-exported: methods, mrtr, invoke
 from mcp_agent_kit.core.signature import docstring_summary, parameters_schema
 
+if TYPE_CHECKING:
+    from mcp_agent_kit.core.context import Context
+
 F = TypeVar("F", bound=Callable[..., Any])
+RawToolFn = Callable[["Context", dict[str, Any]], Any]
+"""A raw tool's function (add_raw_tool): fn(ctx, arguments) -> a tool's result."""
 ListKind = Literal["tools", "resources", "resourceTemplates", "prompts"]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _HINTS = {
@@ -287,6 +294,27 @@ class Registry:
         definition = ToolDef(tool_name, wire, handler, long_running)
         definition.wrapped = wrapped
         self._put(self._tools, tool_name, definition, "tools")
+        return definition
+
+    def add_raw_tool(self, name: str, input_schema: dict[str, Any], fn: RawToolFn, *, title: str | None = None,
+                     description: str | None = None, annotations: dict[str, Any] | None = None,
+                     icons: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None,
+                     long_running: bool = False) -> ToolDef:
+        """Register a tool given as JSON: `input_schema` is served as is, and `fn(ctx, arguments)` (sync or
+        async) gets the validated arguments as one dict (its keys are not parameter names, so any name is
+        fine) and a Context; it returns what a tool returns (a ToolResult, content, a value)."""
+        import inspect
+
+        if not TOOL_NAME.fullmatch(name):
+            raise ValueError(f"invalid tool name {name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        if input_schema.get("type") != "object":
+            raise ValueError(f"tool {name!r}: inputSchema must have type 'object'")
+        wire = _clean({"name": name, "title": title, "description": description, "inputSchema": input_schema,
+                       "annotations": annotations or None, "icons": icons, "_meta": meta})
+        handler = Handler(fn, "ctx", True, inspect.iscoroutinefunction(fn))
+        handler.raw = True
+        definition = ToolDef(name, wire, handler, long_running)
+        self._put(self._tools, name, definition, "tools")
         return definition
 
     def remove_tool(self, name: str) -> None:

@@ -11,14 +11,17 @@ thread each), and renders their 2026-07-28 shape here; task ids are random UUIDs
 principal that created it. 2025-11-25's tasks (core.legacy_tasks) share core.task_table and the pool, not this module.
 The table, the pool and core.task_table's names re-exported here load on first use (a task-capable
 tool's call, a tasks/* request, `task_tool`): a server without tasks never imports them.
-A TaskSource (add_source) keeps tasks of its own elsewhere (the gateway's agent turns, in sqlite,
-with sealed ids): its tools' task-mode calls and the tasks/* requests for ids it owns go to it,
-behind the same capability check and -32021 as every task.
+A TaskSource keeps tasks of its own elsewhere (the gateway's agent turns, in sqlite, with sealed
+ids); it is declared when the extension is built (`TasksExtension(sources=...)`, `Server(task_sources=...)`),
+never added later: its tools' task-mode calls and the tasks/* requests for ids it owns go to it,
+behind the same capability check and -32021 as every task; when the extension is bound it hands each
+source the `notify` that pushes the source's own task changes to their owner's listens.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core import methods
@@ -112,10 +115,17 @@ def render(task: TaskRecord, poll_ms: int) -> dict[str, Any]:
     return body
 
 
+TaskNotify = Callable[[str, "str | None", dict[str, Any]], None]
+"""notify(task_id, owner, snapshot): push a task's DetailedTask to its owner's listens that asked for its id."""
+
+
 class TaskSource(Protocol):
     """Tasks kept outside the table: `tools` run as its tasks when the request declares the extension."""
 
     tools: frozenset[str]
+
+    def attach(self, notify: TaskNotify) -> None:
+        """Called once, when the extension is bound: how to push the source's own task changes."""
 
     def owns(self, task_id: Any) -> bool:
         """Is this id one of ours (its shape, not whether it exists)?"""
@@ -140,16 +150,18 @@ class TasksExtension(TaskMachinery):
     name = "tasks"
 
     def __init__(self, listen: ListenExtension | None = None, *, poll_ms: int = DEFAULT_POLL_MS,
-                 limits: TaskLimits | None = None, pool: WorkerPool | Lazy[WorkerPool] | None = None) -> None:
+                 limits: TaskLimits | None = None, pool: WorkerPool | Lazy[WorkerPool] | None = None,
+                 sources: Iterable[TaskSource] = ()) -> None:
         """limits: core.task_table.DEFAULT_LIMITS when None; pool: its own (limits.workers threads)
-        when None. Both are built when the first task needs them."""
+        when None. Both are built when the first task needs them. sources: TaskSources served beside
+        the table (fixed here)."""
         self.listen = listen
         self.poll_ms = poll_ms
         self._limits = limits
         self._table = Lazy(self._new_table)
         self.lazy_pool = self._pool_from(pool)
         self.registry: Any = None
-        self.sources: tuple[TaskSource, ...] = ()
+        self.sources: tuple[TaskSource, ...] = tuple(sources)
         if listen is not None:
             listen.extras["taskIds"] = self._listen_task_ids
 
@@ -166,6 +178,8 @@ class TasksExtension(TaskMachinery):
 
     def bind(self, registry: Registry) -> Contributions:
         self.registry = registry
+        for source in self.sources:
+            source.attach(self.notify)
         rows = (("tasks/get", self.tasks_get), ("tasks/update", self.tasks_update), ("tasks/cancel", self.tasks_cancel))
         return Contributions(
             methods={(name, MODERN): Method(fn, None, REQUIRED) for name, fn in rows},
@@ -199,10 +213,6 @@ class TasksExtension(TaskMachinery):
         for sub in self.listen.subscribers() if self.listen is not None else ():
             if task.id in sub.task_ids and principal_key(sub.principal) == task.owner:
                 sub.send("notifications/tasks", self.table.render(task))
-
-    def add_source(self, source: TaskSource) -> None:
-        """Serve `source`'s tools and task ids too (the owner of the source calls this once, at set-up)."""
-        self.sources = (*self.sources, source)
 
     def _source(self, call: Call) -> TaskSource | None:
         task_id = call.params.get("taskId")

@@ -18,7 +18,7 @@ from typing import Any
 from mcp_agent_kit.core.call import Call
 from mcp_agent_kit.core.content import ToolResult, text
 from mcp_agent_kit.core.context import Context
-from mcp_agent_kit.core.tasks import REQUIRED
+from mcp_agent_kit.core.tasks import REQUIRED, TaskNotify
 from mcp_agent_kit.gateway.agent_backend import SessionRefused
 from mcp_agent_kit.gateway.agent_questions import AnswerError, answer, elicitation
 from mcp_agent_kit.gateway.agent_service import AgentService, ServiceError
@@ -88,6 +88,11 @@ class AgentTools:
 
     def __init__(self, service: AgentService) -> None:
         self.service = service
+        self._notify: TaskNotify | None = None
+
+    def attach(self, notify: TaskNotify) -> None:
+        """TaskSource: the server's tasks extension, bound, hands over how to push our tasks' changes."""
+        self._notify = notify
 
     def install(self, server: Any) -> None:
         handlers = {"list_agents": self.list_agents, "list_sessions": self.list_sessions,
@@ -95,17 +100,16 @@ class AgentTools:
                     "list_session_checkpoints": self.list_checkpoints, "fork_session": self.fork_session}
         for name, (description, properties, required) in SCHEMAS.items():
             schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-            server.add_tool(_guarded(handlers[name]), name=name, description=description, input_schema=schema)
-        tasks = server.dispatcher.extension("tasks")
-        tasks.add_source(self)
-        self.service.add_listener("turn_changed", lambda live: self._push(tasks, live))
+            server.add_raw_tool(name, schema, _guarded(handlers[name]), description=description)
+        self.service.add_listener("turn_changed", self._push)
 
-    def _push(self, tasks: Any, live: Any) -> None:
+    def _push(self, live: Any) -> None:
         """A turn changed: its task, as tasks/get shows it, to the owner's listens on its id (notifications/tasks)."""
-        row = self.service.store.turn(live.id, live.principal)
-        if row is not None:
+        notify = self._notify
+        row = self.service.store.turn(live.id, live.principal) if notify is not None else None
+        if notify is not None and row is not None:
             snapshot = self.service.render(row, live.principal, live)
-            tasks.notify(snapshot["taskId"], live.principal, snapshot)
+            notify(snapshot["taskId"], live.principal, snapshot)
 
     # ---- tools --------------------------------------------------------------------------------------
     def list_agents(self, ctx: Context, arguments: dict[str, Any]) -> ToolResult:
@@ -297,9 +301,9 @@ class AgentTools:
 def _guarded(handler: Any) -> Any:
     """The registered tool function: service errors become isError results."""
 
-    def tool(_gateway_context: Context, **arguments: Any) -> ToolResult:
+    def tool(ctx: Context, arguments: dict[str, Any]) -> ToolResult:
         try:
-            result: ToolResult = handler(_gateway_context, arguments)
+            result: ToolResult = handler(ctx, arguments)
             return result
         except (ServiceError, StoreFull, SessionRefused) as exc:
             return ToolResult([text(str(exc))], is_error=True)

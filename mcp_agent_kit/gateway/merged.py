@@ -41,6 +41,7 @@ from mcp_agent_kit.wire.jsonrpc import RpcError
 if TYPE_CHECKING:
     from mcp_agent_kit.core.registry import ListKind
     from mcp_agent_kit.gateway.agent_service import AgentService
+    from mcp_agent_kit.gateway.agent_tools import AgentTools
 
 log = logging.getLogger("mcp_agent_kit.gateway")
 _VARIABLE = re.compile(r"\{([^}]+)\}")
@@ -79,7 +80,13 @@ class Gateway:
         self.retry_first = retry_first
         self.retry_most = retry_most
         self.separator = separator
-        self.server = GatewayServer(name, version)  # serverInfo: the kit's version unless told
+        self.agent_tools: AgentTools | None = None
+        if agents is not None:
+            from mcp_agent_kit.gateway.agent_tools import AgentTools
+
+            self.agent_tools = AgentTools(agents)  # invoke_agent's turns are tasks: declared with the server
+        sources = () if self.agent_tools is None else (self.agent_tools,)
+        self.server = GatewayServer(name, version, task_sources=sources)  # serverInfo: the kit's version unless told
         self._conflicts: dict[str, list[str]] = {}
         # What is registered now, per kind: public name or URI -> fingerprint of its source.
         self._installed: dict[str, dict[str, str]] = {"tools": {}, "prompts": {}, "resources": {}, "skills": {}}
@@ -96,10 +103,8 @@ class Gateway:
         """Probe every backend, register the merged namespace; with follow, keep it current when
         a backend says one of its lists changed or a backend down at start comes up (retried with
         backoff); our own clients then hear of it in turn."""
-        if self.agents is not None:
-            from mcp_agent_kit.gateway.agent_tools import AgentTools
-
-            AgentTools(self.agents).install(self.server)
+        if self.agents is not None and self.agent_tools is not None:
+            self.agent_tools.install(self.server)
             self.agents.start(follow=follow)
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.backends)))) as pool:
             list(pool.map(lambda backend: backend.start(), self.backends.values()))
@@ -192,13 +197,13 @@ class Gateway:
     def _add_tool(self, backend: Backend, tool: dict[str, Any], public: str) -> None:
         original = tool["name"]
 
-        def proxy(_gateway_context: Context, **arguments: Any) -> ToolResult:
+        def proxy(ctx: Context, arguments: dict[str, Any]) -> ToolResult:
             def forward(progress: float, total: float | None, message: str | None) -> None:
-                _gateway_context.progress(progress, total, message)
+                ctx.progress(progress, total, message)
 
             if not backend.admit():
                 return ToolResult([content.text(backend.busy())], is_error=True)
-            relay = Relay(_gateway_context)
+            relay = Relay(ctx)
             try:
                 result = backend.use().call_tool(original, arguments, progress=forward, inputs=relay.answerer)
             except FAILURES as exc:
@@ -214,12 +219,12 @@ class Gateway:
                 is_error=bool(result.get("isError")),
             )
 
-        self.server.add_tool(
+        self.server.add_raw_tool(
+            public,
+            tool["inputSchema"],
             proxy,
-            name=public,
             title=tool.get("title"),
             description=tool.get("description") or f"{original} on {backend.alias}",
-            input_schema=tool["inputSchema"],
             annotations=tool.get("annotations"),
             icons=tool.get("icons"),
         )
@@ -304,9 +309,7 @@ class Gateway:
     # ---- skills (SEP-2640) ------------------------------------------------------------------------
     @property
     def _skills(self) -> SkillsExtension:
-        extension = self.server.dispatcher.extension("skills")
-        assert isinstance(extension, SkillsExtension)
-        return extension
+        return self.server.skills_extension
 
     def _desired_skills(self) -> tuple[dict[str, tuple[Backend, dict[str, Any]]], _Add, Callable[[str], None]]:
         desired = {}

@@ -181,7 +181,7 @@ def check_design_rules(project: Project) -> list[Finding]:
     for tool in tools:
         problems = tool_rule_violations(tool)
         registered = project.server.get_tool(tool.get("name"))
-        if registered is not None:
+        if registered is not None and not registered.handler.raw:  # a raw tool has no signature to check
             handler = registered.handler
             skip = frozenset({handler.context_arg}) if handler.context_arg else frozenset()
             problems += signature_violations(tool, handler.fn, skip)

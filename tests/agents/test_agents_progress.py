@@ -100,14 +100,15 @@ class Run:
         self.gateway = Gateway({}, agents=self.service)
         self.gateway.start(follow=False)
         self.pushed: list[dict[str, Any]] = []
-        tasks = self.gateway.server.dispatcher.extension("tasks")
-        notify = tasks.notify
+        tools = self.gateway.agent_tools
+        assert tools is not None and tools._notify is not None  # handed over by the tasks extension
+        notify = tools._notify
 
         def counted_notify(task_id: str, principal: str | None, snapshot: dict[str, Any]) -> None:
             self.pushed.append(snapshot)
             notify(task_id, principal, snapshot)
 
-        tasks.notify = counted_notify
+        tools._notify = counted_notify
         self.server = make_server(self.gateway.server.dispatcher, "127.0.0.1", 0)
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.http = Running(self.server)
