@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "store",  # agent sessions on a shared store (gateway --store URL)
-                "a2a",  # A2A wire facts (protocol version, states) for the agents-as-tools A2A client
+                "a2a",  # the A2A client (a2a/client.py) and wire facts, for the agents-as-tools A2A backend
                 "acp"},  # the ACP client, for the agents-as-tools ACP backend
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
     "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process"},

@@ -5,6 +5,7 @@ Layers inside: protocol (errors, enums, timestamps) → lifecycle (transition ta
 store.Store) → replication (event logs, leases, idempotency across replicas) → engine (tasks, jobs,
 fan-out) → toolagent (tools as skills) → card → jsonrpc / rest (sans-IO bindings) → http (transport) → cli.
 Rules: imports core/, store/ and wire/ only; never transports/ or client/.
+Beside the server: client (an A2A v1.0 JSON-RPC client, SSE read by wire/sse.py; the gateway's A2A agents use it).
 """
 
 from __future__ import annotations

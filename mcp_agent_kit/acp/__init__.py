@@ -1,8 +1,17 @@
-"""acp: the Agent Client Protocol v1 — a client that spawns and drives coding agents over stdio.
+"""acp: the Agent Client Protocol v1, both ends — a client that spawns and drives agents over stdio,
+and a framework for writing an agent in plain Python.
 
-The client's public names load lazily from here (`from mcp_agent_kit.acp import AcpAgent`), so
-importing the package costs nothing. Rules: may import `wire`, `safefile`, `cli_common` and `logs`
-only; never `core`, `client`, `gateway` or `a2a` (tests/test_layers.py checks it).
+Client side: client (AcpAgent: spawn, initialize, authenticate, sessions), session (prompt turns and
+their TurnResult), events (typed `session/update` events), permissions (who answers
+`session/request_permission`), files and terminals (the client's `fs/*` and `terminal/*` methods,
+confined), errors. Agent side: agent (Agent, registered handlers, `run()` on stdio), agent_connection,
+agent_session (session stores), turn (one `session/prompt` as the author sees it), updates (builders).
+Both sit on connection (a bidirectional JSON-RPC peer over newline-delimited streams); cli is
+`mcp-agent-kit acp probe|prompt|chat`. The client's public names load lazily from here (`from
+mcp_agent_kit.acp import AcpAgent`), so importing the package costs nothing; an agent author imports
+from acp.agent. Rules: may import `wire`, `logs`, `safefile`, `process` (every spawned agent goes
+through its one child-process manager) and `cli_common` only; never `core`, `client`, `gateway` or
+`a2a` (tests/test_layers.py checks it).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, crede
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, reply_to_request
 from mcp_agent_kit.client.headers import request_headers
 from mcp_agent_kit.client.probe import Event, Failure, Opened, Reply
-from mcp_agent_kit.client.sse import SseStream, iter_sse
+from mcp_agent_kit.client.sse import SseStream
 from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire.sse import iter_sse
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_BODY = 32 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""sse: SSE parsing, and the 2024-11-05 HTTP+SSE transport that HttpChannel falls back to.
+"""sse: the 2024-11-05 HTTP+SSE transport that HttpChannel falls back to (events parsed by wire/sse.py).
 
 The old transport keeps one `GET url` stream open: its first event, `endpoint`, names the URL
 the client POSTs every message to; replies, notifications and server requests all arrive on the
@@ -28,44 +28,10 @@ from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, crede
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
 from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire.sse import iter_sse
 
 log = logging.getLogger("mcp_agent_kit.client")
-MAX_EVENT = 16 * 1024 * 1024
 Connect = Callable[[float], http.client.HTTPConnection]
-
-
-def iter_sse(stream: Any, limit: int = MAX_EVENT, seen: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """(event name, data) for each SSE event on a binary stream; comment lines are skipped.
-
-    seen, when given, is kept up to date with the last `id` and `retry` fields (for resuming).
-    """
-    name, size = "message", 0
-    data: list[str] = []
-    while True:
-        raw = stream.readline(limit + 1)
-        if not raw:
-            if data:
-                yield name, "\n".join(data)
-            return
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if not line:
-            if data:
-                yield name, "\n".join(data)
-            name, data, size = "message", [], 0
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "data":
-            size += len(value)
-            if size > limit:
-                raise ValueError("an SSE event exceeds the size limit")
-            data.append(value)
-        elif field == "event":
-            name = value or "message"
-        elif field in ("id", "retry") and seen is not None and "\0" not in value:
-            seen[field] = value
 
 
 def path_of(url: str) -> str:

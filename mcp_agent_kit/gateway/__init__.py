@@ -1,14 +1,17 @@
-"""gateway: many MCP servers served as one, built from client/ parts on a Server.
+"""gateway: many MCP servers served as one, built from client/ parts on a Server, plus agents as tools.
 
-The layer above client/ and the server (DESIGN.md): it may import client/, server, core/, wire/
-and the transports it serves on; nothing below imports it. Modules: config (the mcpServers
-file), backend (one server behind us), relay (a backend's questions to our caller), merged (the
-merged namespace as a Server), cli (the `probe` and `gateway` commands). Agents as tools:
-agents_config (the `agents` section), agent_backend (the AgentBackend protocol an agent kind
-implements), a2a_client + a2a_backend (A2A v1.0), agent_questions (pauses as elicitation forms),
-agent_sessions (sqlite), agent_turns (running turns, queues, sealed task ids), agent_service (their
-one owner) and agent_tools (the MCP tools and their tasks). The names below load lazily, so
-`mcp-agent-kit probe` (which lives in gateway.cli) never imports the server.
+The layer above client/ and the server (DESIGN.md): it may import client/, server, core/, wire/,
+store/, safefile, cli_common, the transports, and the clients of a2a/ and acp/ (tests/test_layers.py
+holds the list); nothing below imports it. Modules: config (the mcpServers file), backend (one
+server behind us), relay (a backend's questions to our caller), merged (the merged namespace as a
+Server), cli (the `probe` and `gateway` commands), auth_cli (`auth login|status|logout`). Agents as
+tools: agents_config (the `agents` section), agent_backend (the AgentBackend protocol an agent kind
+implements, and its events), a2a_backend (an A2A v1.0 agent, through a2a.client), acp_backend (an
+ACP v1 agent process, through acp), agent_questions (pauses as elicitation forms), agent_sessions
+(sessions and turns in sqlite) or agent_store (the same on a shared store, `--store URL`),
+agent_turns (running turns, per-agent queues, sealed task ids), agent_service (their one owner) and
+agent_tools (the MCP tools and their tasks). The names below load lazily, so `mcp-agent-kit probe`
+(which lives in gateway.cli) never imports the server.
 """
 
 from __future__ import annotations

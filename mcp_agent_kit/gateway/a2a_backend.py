@@ -7,7 +7,7 @@ status messages and replaced artifacts become status lines, an appended artifact
 as that piece only, INPUT_REQUIRED becomes a Question, and the end
 state with its text (the final status message's text plus the turn's artifact text, as kagent
 composes it) ends the turn. A stream that ends before the task does is followed with GetTask
-until it ends or the turn's timeout passes. Rules: speaks A2A through gateway.a2a_client only;
+until it ends or the turn's timeout passes. Rules: speaks A2A through a2a.client only;
 knows no MCP, no store.
 """
 
@@ -19,9 +19,9 @@ import time
 import uuid
 from typing import Any
 
+from mcp_agent_kit.a2a.client import A2AClient, fetch_card, jsonrpc_endpoint
 from mcp_agent_kit.a2a.protocol import A2AError
 from mcp_agent_kit.gateway import agent_backend as ab
-from mcp_agent_kit.gateway.a2a_client import A2AClient, fetch_card, jsonrpc_endpoint
 from mcp_agent_kit.gateway.agent_questions import HITL, answer
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 

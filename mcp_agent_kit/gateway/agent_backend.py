@@ -1,11 +1,15 @@
-"""gateway.agent_backend: what every agent kind behind the gateway implements (AgentBackend), and its events.
+"""gateway.agent_backend: the AgentBackend protocol every agent kind behind the gateway implements, and its events.
 
-The tools (gateway.agent_tools) drive an agent only through this protocol, so an A2A agent
-(gateway.a2a_backend) and an ACP agent are interchangeable. A turn runs off the caller's thread:
-`start_turn` returns at once and reports through a TurnSink — the reply as it streams (each new piece,
-never the text so far), status lines, a Question when the agent pauses (`paused`: the run stays open; or
-an INPUT_REQUIRED TurnEnd: the run is over and the answer is a new one), and exactly one TurnEnd. Rules:
-plain data and protocols only; nothing here knows a wire, a store or MCP.
+Two kinds implement it today: gateway.a2a_backend (an A2A v1.0 agent over HTTP) and
+gateway.acp_backend (an ACP v1 agent process over stdio), and agent_service.Unavailable stands in
+for an agent it cannot drive; gateway.agent_service drives them only through this protocol, so they
+are interchangeable. A turn runs off the caller's thread: `start_turn` (and `answer`, resuming a
+paused turn) returns at once and reports through a TurnSink — `started`, the reply as it streams
+(`streamed`: each new piece, never the text so far), status lines (`progress`), a Question when the
+agent pauses (`paused`: the run stays open; or an INPUT_REQUIRED TurnEnd: the run is over and the
+answer is a new one), and exactly one TurnEnd. The turn states are A2A TaskState names, the
+vocabulary of both kinds. Rules: plain data and protocols only; nothing here knows a wire, a store
+or MCP.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ class TurnSink(Protocol):
 class AgentBackend(Protocol):
     """One configured agent. An implementation owns its connection (A2A: HTTP; ACP: the process).
 
-    An ACP implementation (the next one to write) maps: `new_session` -> `session/new` with the
+    The ACP implementation (gateway.acp_backend) maps: `new_session` -> `session/new` with the
     configured cwd (and MCP servers to hand on), `start_turn` -> one `session/prompt`, its
     `session/update`s -> `streamed` / `progress`, a `session/request_permission` the policy must ask about ->
     `paused(Question(key, message, {"options": [...]}))` (the prompt stays open, the run goes on),

@@ -1,8 +1,9 @@
-"""gateway.a2a_client: a small A2A v1.0 JSON-RPC client on the standard library.
+"""a2a.client: a small A2A v1.0 JSON-RPC client on the standard library, next to the server it speaks to.
 
 Fetches an agent card (from a base URL, `/.well-known/agent-card.json`, or the card URL itself),
 finds its JSONRPC interface, and calls `SendMessage`, `SendStreamingMessage` (SSE, each event's
-`result` handed to a callback as it arrives), `GetTask` and `CancelTask`, sending `A2A-Version: 1.0`.
+`result` handed to a callback as it arrives, the events read by wire/sse.py), `GetTask` and
+`CancelTask`, sending `A2A-Version: 1.0`. The gateway's agents-as-tools (gateway/a2a_backend.py) use it.
 Rules: wire only — no sessions, no MCP, no threads of its own; every read is bounded by the
 client's timeout and every body or event by a size cap; failures are a2a.protocol's A2AError
 (`A2AError.call_failed`) with a readable text.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.a2a.protocol import PROTOCOL_VERSION, A2AError
+from mcp_agent_kit.wire.sse import iter_sse
 
 CARD_PATH = "/.well-known/agent-card.json"
 MAX_BODY = 16 * 1024 * 1024
@@ -142,24 +144,15 @@ class A2AClient:
                 on_event(_result(_json(response.read(MAX_BODY + 1), "the SendStreamingMessage reply"),
                                  "SendStreamingMessage"))
                 return
-            data: list[bytes] = []
-            size = 0
+            events = iter_sse(response, MAX_EVENT)
             while not stop():
-                line = response.readline(MAX_EVENT + 1)
-                if not line:
+                try:
+                    _, data = next(events)
+                except StopIteration:
                     break
-                if line in (b"\n", b"\r\n"):
-                    if data:
-                        on_event(_result(_json(b"\n".join(data), "an SSE event"), "SendStreamingMessage"))
-                    data, size = [], 0
-                    continue
-                if line.startswith(b"data:"):
-                    size += len(line)
-                    if size > MAX_EVENT:
-                        raise A2AError.call_failed(f"an SSE event is larger than {MAX_EVENT} bytes")
-                    data.append(line[5:].strip())
-            if data:
-                on_event(_result(_json(b"\n".join(data), "an SSE event"), "SendStreamingMessage"))
+                except ValueError as exc:  # a line or an event over the size cap
+                    raise A2AError.call_failed(f"{exc} ({MAX_EVENT} bytes)") from exc
+                on_event(_result(_json(data.encode(), "an SSE event"), "SendStreamingMessage"))
         except (OSError, http.client.HTTPException) as exc:
             raise A2AError.call_failed(f"the stream from {self.endpoint} broke off: {exc}") from exc
         finally:
