@@ -351,8 +351,10 @@ def test_calls_waiting_on_a_hung_backend_hold_no_http_request_worker(tmp_path: P
         with fast:
             reply = _reply(fast)
         assert reply["result"]["content"][0]["text"] == "still here", reply
-        # every hung call still waits (no reply on any of their sockets), none on a request worker
-        assert not any(select.select(hung, [], [], 0)[0]) and server.busy_workers == 0
+        # none of the hung calls is on a request worker (the fast call's worker may still be finishing up after
+        # its reply was written: wait for it), and every hung call still waits (no reply on any of their sockets)
+        assert wait_until(lambda: server.busy_workers == 0, 10), server.busy_workers
+        assert not any(select.select(hung, [], [], 0)[0])
     finally:
         for sock in hung:
             sock.close()
