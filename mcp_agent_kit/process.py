@@ -168,6 +168,16 @@ class PeerProcess:
         tail = self.stderr_text(600)
         return what + (f"; its stderr ends: {tail}" if tail else "; it wrote nothing to stderr")
 
+    def ended(self, seconds: float = STDERR_DRAIN_S) -> int | None:
+        """Wait up to `seconds` for the child to exit, then for its stderr to be read to the end (bounded);
+        its exit code, or None while it still runs."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(seconds)
+        code = self.popen.poll()
+        if code is not None:
+            self._stderr_thread.join(STDERR_DRAIN_S)
+        return code
+
     def signal_group(self, sig: int) -> None:
         """Send `sig` to every process of the peer's group (a no-op once the group is gone)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):

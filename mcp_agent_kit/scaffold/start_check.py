@@ -6,8 +6,8 @@
 result is a pass. Anything else is one line saying why: a program that cannot run, a Python
 error with the user's file:line, a script that exits at once without answering (it never called
 `server.run()`), or no answer in time. Lines on stdout that are not JSON are skipped and named.
-Rules: bounded in time and output; the whole process group is ended, whatever happened; knows
-the MCP wire only through `client.probe`'s request builders.
+Rules: bounded in time and output; spawned through mcp_agent_kit.process, whose stop ends the whole
+process group whatever happened; knows the MCP wire only through `client.probe`'s request builders.
 """
 
 from __future__ import annotations
@@ -17,18 +17,16 @@ import json
 import os
 import queue
 import re
-import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from mcp_agent_kit.client.probe import MODERN_CORRECTABLE, Probe
+from mcp_agent_kit.process import STDERR_RING, PeerProcess, SpawnError
 from mcp_agent_kit.wire.implementation import VERSION
 
 CHECK_SECONDS = 20.0  # how long a server may take to answer (a cold interpreter on a slow disk)
-STDERR_KEEP = 64 * 1024
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 RUN_HINT = "did you call server.run()?"
 _EOF = object()
@@ -39,13 +37,6 @@ def _reader(stream: IO[bytes], lines: queue.Queue[Any]) -> None:
         for line in stream:
             lines.put(line)
     lines.put(_EOF)
-
-
-def _collector(stream: IO[bytes], kept: bytearray) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read(8192):
-            kept.extend(chunk)
-            del kept[:-STDERR_KEEP]
 
 
 def python_error(stderr: str) -> str | None:
@@ -60,51 +51,37 @@ def python_error(stderr: str) -> str | None:
 
 
 class _Started:
-    """One started command: its stdout lines on a queue, its stderr kept, its group ended by `stop`."""
+    """One started command (mcp_agent_kit.process: its own group, stderr kept): its stdout lines on a queue."""
 
     def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={**os.environ, **env}, cwd=cwd, start_new_session=True)
+        # the caller's environment as it is, with the entry's on top (what install checks is the command)
+        self.peer = PeerProcess(command, env={**os.environ, **env}, cwd=str(cwd), anchor=False, label="start-check")
         self.lines: queue.Queue[Any] = queue.Queue()
-        self.stderr = bytearray()
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self._threads = [threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True),
-                         threading.Thread(target=_collector, args=(self.proc.stderr, self.stderr), daemon=True)]
-        for thread in self._threads:
-            thread.start()
+        self._reader = threading.Thread(target=_reader, args=(self.peer.stdout, self.lines), daemon=True)
+        self._reader.start()
 
     def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
+        with contextlib.suppress(OSError, ValueError):
+            self.peer.stdin.write(json.dumps(message).encode() + b"\n")
+            self.peer.stdin.flush()
 
     def exited(self) -> str:
         """Why the process ended without answering, once it has (its stderr read to the end)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(2.0)
-        self._threads[1].join(2.0)
-        said = self.stderr.decode("utf-8", "replace")
+        code = self.peer.ended()
+        said = self.peer.stderr_text(STDERR_RING)
         error = python_error(said)
         if error:
             return error
-        code = self.proc.returncode
         if code == 0 or code is None:
             return f"it exited at once without answering; {RUN_HINT}"
         last = [line.strip() for line in said.splitlines() if line.strip()]
         return f"it exited with code {code}" + (f" ({last[-1]})" if last else "")
 
     def stop(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(2.0)
-                break
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
+        self.peer.stop(grace=1.0)
+        self._reader.join(1.0)
+        with contextlib.suppress(OSError, ValueError):
+            self.peer.stdout.close()
 
 
 def _answer(line: bytes, pending: int) -> dict[str, Any] | None:
@@ -120,8 +97,8 @@ def start_problem(command: list[str], env: dict[str, str], seconds: float = CHEC
     """None when the command answers `server/discover` or `initialize` within `seconds`; else why not."""
     try:
         run = _Started(command, env, cwd or Path.home())
-    except OSError as exc:
-        return f"cannot run {command[0]}: {exc.strerror or exc}"
+    except SpawnError as exc:
+        return f"cannot run {command[0]}: {exc.why}"
     probe = Probe(client_info={"name": "mcp-agent-kit-install", "version": VERSION})
     request = probe.discover()
     noise: list[str] = []
