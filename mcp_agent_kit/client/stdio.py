@@ -108,8 +108,12 @@ class StdioChannel:
         return self._proc.pid if self._proc is not None else None
 
     def stderr_tail(self) -> str:
-        """The last bytes the latest server process wrote to stderr ('' before any)."""
-        return self._last.stderr_text(STDERR_KEEP) if self._last is not None else ""
+        """The last bytes the latest server process wrote to stderr ('' before any); once it has exited, all of
+        them (its last words may still be in the pipe when its stdout closes)."""
+        if self._last is None:
+            return ""
+        self._last.ended(0.0)
+        return self._last.stderr_text(STDERR_KEEP)
 
     # ---- I/O --------------------------------------------------------------------------------------
     def _write(self, message: dict[str, Any]) -> bool:
