@@ -45,7 +45,10 @@ ALLOWED: dict[str, set[str]] = {
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "store",  # agent sessions on a shared store (gateway --store URL)
                 "a2a",  # the A2A client (a2a/client.py) and wire facts, for the agents-as-tools A2A backend
-                "acp"},  # the ACP client, for the agents-as-tools ACP backend
+                "acp",  # the ACP client, for the agents-as-tools ACP backend
+                "turns"},  # the one turn engine the ACP backend drives its turns with
+    # The one turn engine (running ⇄ paused(question) → ended) for every surface: ACP and nothing of a surface.
+    "turns": {"turns", "acp", "wire", "logs"},
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
     "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process"},
     # call / list / check / dev: front doors over the client, the loader and the design rules.

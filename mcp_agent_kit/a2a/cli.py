@@ -135,6 +135,7 @@ def acp_main(argv: list[str]) -> int:
     from mcp_agent_kit.acp.client import AcpAgent
     from mcp_agent_kit.acp.errors import AcpError
     from mcp_agent_kit.process import anchored
+    from mcp_agent_kit.turns.engine import TurnEngine
 
     ours, command = _split_acp(argv)
     cli = acp_parser()
@@ -152,12 +153,13 @@ def acp_main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
     try:
         command = anchored(command, cwd)  # `python agent.py` names the file here, not in --cwd
-        acp = AcpAgent.spawn(command[0], command[1:], cwd=cwd)
+        turns = TurnEngine(args.approve)  # the agent's permission policy, and the driver of its turns
+        acp = AcpAgent.spawn(command[0], command[1:], cwd=cwd, policy=turns)
         acp.initialize()
     except AcpError as exc:
         return fail(f"cannot start the ACP agent {command[0]!r}: {exc}", "check the command after --")
     try:
-        engine = TaskEngine(AcpBridge(acp, cwd, args.approve), MemoryTaskStore())
+        engine = TaskEngine(AcpBridge(acp, turns, cwd), MemoryTaskStore())
         return serve(engine, host, port, tokens=tokens)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

@@ -1,7 +1,9 @@
 """job: what an agent is (`Agent`: its card facts and `accept`) and the handle its work reports through (`Job`).
 
 The engine runs a Job's work on a worker; every report (status, artifact, reply) goes back to the
-engine, which owns the task. Rules: no tasks, no stores, no locks; knows the engine only as a Reporter.
+engine, which owns the task. A job's `cancel` is a CancelSignal: an Event whose listeners hear it set (work
+that waits on something else registers one instead of polling the flag). Rules: no tasks, no stores, no
+locks but the signal's own; knows the engine only as a Reporter.
 """
 
 from __future__ import annotations
@@ -52,6 +54,38 @@ class Agent:
         raise A2AError("UnsupportedOperation", "this agent accepts no messages")
 
 
+class CancelSignal(threading.Event):
+    """A threading.Event that also calls the listeners added with `add_listener` once it is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listeners: list[Callable[[], None]] = []
+        self._guard = threading.Lock()
+
+    def set(self) -> None:
+        super().set()
+        with self._guard:
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` once when set (at once if it already is); returns the function that removes it."""
+        with self._guard:
+            fire = self.is_set()
+            if not fire:
+                self._listeners.append(listener)
+        if fire:
+            listener()
+
+        def remove() -> None:
+            with self._guard:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+
 class Job:
     """The handle an agent's work uses to report on one message: statuses, artifacts, or a direct reply."""
 
@@ -63,7 +97,7 @@ class Job:
         self.owner = owner
         self.task_id = task_id
         self.context_id = context_id
-        self.cancel = threading.Event()
+        self.cancel = CancelSignal()
         self.replied = False
         self.reported = ""  # the last state the work reported
         self.sink: queue.SimpleQueue[Event] = queue.SimpleQueue()

@@ -447,28 +447,46 @@ class AcpAgent:
         return selected(option)
 
     def _decide(self, session: Session, request: PermissionRequest) -> PermissionOption | None:
-        """The policy's answer, or None (cancelled) once the turn is cancelled or the question times out."""
+        """The policy's answer, or None (cancelled) once the turn is cancelled or the question times out.
+
+        An `inline` policy (one that answers at once, or waits on its own bounded signal that a cancel of the
+        turn wakes: the built-in ones, a turn engine) is asked on this request's own handler thread. Any other
+        may block for good (a terminal prompt): it runs on a helper thread this one stops waiting for when
+        the turn is cancelled or the permission timeout passes; either wakes the wait, nothing polls."""
         cancelling = session.cancelling
         if cancelling is not None and cancelling.is_set():
             return None
+        if getattr(self.policy, "inline", False):
+            option = self._ask(request)
+            cancelling = session.cancelling
+            return None if cancelling is not None and cancelling.is_set() else option
         answer: list[PermissionOption | None] = []
         done = threading.Event()
+        remove = session.on_cancel(done.set)
 
         def ask() -> None:
             try:
-                answer.append(self.policy.decide(request))
-            except Exception as exc:
-                self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
+                answer.append(self._ask(request))
             finally:
                 done.set()
 
-        threading.Thread(target=ask, name="acp-permission", daemon=True).start()
-        waited = 0.0
-        while not done.wait(0.05):
-            waited += 0.05
-            if (cancelling is not None and cancelling.is_set()) or waited > self.timeouts.permission:
-                return None
-        option = answer[0] if answer else None
+        try:
+            threading.Thread(target=ask, name="acp-permission", daemon=True).start()
+            done.wait(self.timeouts.permission)
+        finally:
+            remove()
+        cancelling = session.cancelling
+        if cancelling is not None and cancelling.is_set():
+            return None
+        return answer[0] if answer else None
+
+    def _ask(self, request: PermissionRequest) -> PermissionOption | None:
+        """The policy's choice if it is one of the request's options (None: cancelled; a failing policy too)."""
+        try:
+            option = self.policy.decide(request)
+        except Exception as exc:
+            self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
+            return None
         return option if option in request.options else None
 
 

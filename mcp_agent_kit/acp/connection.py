@@ -48,6 +48,9 @@ class RequestTimeout(Exception):
     """No answer within the wait's deadline."""
 
 
+_SETTLING = threading.Lock()  # settle and add_done_callback agree on whether the answer is in
+
+
 @dataclass
 class Pending:
     """One outgoing request awaiting its answer."""
@@ -57,11 +60,25 @@ class Pending:
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _result: Any = field(default=None, repr=False)
     _error: BaseException | None = field(default=None, repr=False)
+    _callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def settle(self, result: Any = None, error: BaseException | None = None) -> None:
-        if not self._done.is_set():
+        with _SETTLING:
+            if self._done.is_set():
+                return
             self._result, self._error = result, error
             self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def add_done_callback(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` once the answer is in (at once when it is already): on the thread that settles it."""
+        with _SETTLING:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
     @property
     def done(self) -> bool:

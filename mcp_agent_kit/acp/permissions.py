@@ -52,6 +52,10 @@ class PermissionRequest:
 
 
 class Policy(Protocol):
+    """Answers permission questions. A policy with a true `inline` attribute promises that `decide` returns
+    at once or waits only on its own bounded signal that a cancel of the turn wakes (Session.on_cancel): the
+    client then asks it on the request's own thread; any other is asked on a helper thread it can abandon."""
+
     def decide(self, request: PermissionRequest) -> PermissionOption | None:
         """The option to select, or None to answer `cancelled`."""
         ...
@@ -60,6 +64,8 @@ class Policy(Protocol):
 class AllowAll:
     """Select the agent's allow_once option (allow_always when that is all it offers)."""
 
+    inline = True
+
     def decide(self, request: PermissionRequest) -> PermissionOption | None:
         return request.allow()
 
@@ -67,12 +73,16 @@ class AllowAll:
 class DenyAll:
     """Select the agent's reject_once option (reject_always, else answer cancelled)."""
 
+    inline = True
+
     def decide(self, request: PermissionRequest) -> PermissionOption | None:
         return request.reject()
 
 
 class AllowReads:
     """Allow read-only tool kinds (read, search, fetch, think); reject everything else."""
+
+    inline = True
 
     def __init__(self, kinds: Sequence[str] = tuple(sorted(wire.READ_ONLY_TOOL_KINDS))) -> None:
         self.kinds = frozenset(kinds)

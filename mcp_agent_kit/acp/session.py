@@ -13,9 +13,9 @@ connection only; imports `wire` and the acp modules below it (acp.client is seen
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,7 +28,6 @@ from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 MAX_BACKGROUND = 10_000
-POLL = 0.05
 
 
 class Timeouts(Protocol):
@@ -78,19 +77,31 @@ class TurnResult:
 
 
 class _OpenTurn:
-    """The bookkeeping of the running turn."""
+    """The bookkeeping of the running turn; `cond` wakes its reader on an event, the answer or a cancel."""
 
     def __init__(self) -> None:
-        self.events: queue.Queue[ev.Event] = queue.Queue()
+        self.events: deque[ev.Event] = deque()
+        self.cond = threading.Condition()
         self.text: list[str] = []
         self.tool_calls: dict[str, dict[str, Any]] = {}
         self.started: set[str] = set()
         self.permissions: list[dict[str, Any]] = []
         self.files_written: list[str] = []
         self.cancelled = threading.Event()
+        self.cancel_listeners: list[Callable[[], None]] = []
         self.cancel_sent_at: float | None = None
+        self.answered = False  # the session/prompt answer is in (or the connection failed it)
         self.timed_out = False
         self.stopped = False
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    def on_answer(self) -> None:
+        with self.cond:
+            self.answered = True
+            self.cond.notify_all()
 
 
 class Session:
@@ -138,7 +149,9 @@ class Session:
         turn = self._turn
         if turn is not None:
             self._track_turn(turn, event)
-            turn.events.put(event)
+            with turn.cond:
+                turn.events.append(event)
+                turn.cond.notify_all()
         elif self._loading:
             self.replayed.append(event)
         elif len(self.background) < MAX_BACKGROUND:
@@ -182,13 +195,33 @@ class Session:
         """Set once the running turn is being cancelled (permission questions then answer `cancelled`)."""
         return self._turn.cancelled if self._turn is not None else None
 
+    def on_cancel(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` once when the running turn is cancelled (by `cancel()`, or its deadline): at once
+        when it already is; never between turns. Returns the function that removes it again."""
+        turn = self._turn
+        if turn is None:
+            return lambda: None
+        with turn.cond:
+            fire = turn.cancelled.is_set()
+            if not fire:
+                turn.cancel_listeners.append(listener)
+        if fire:
+            listener()
+
+        def remove() -> None:
+            with turn.cond, contextlib.suppress(ValueError):
+                turn.cancel_listeners.remove(listener)
+
+        return remove
+
     # -- turns -------------------------------------------------------------------------------
     def prompt(self, content: str | Sequence[dict[str, Any]], *, timeout: float | None = None) -> Iterator[ev.Event]:
         """Run one turn, yielding its events; `self.result` holds the TurnResult once the iterator ends.
 
         Raises AgentCrashed when the agent dies during the turn (it is respawned on the next use),
         TurnTimeout when the turn outlives `timeout` (default: the agent's turn timeout), AcpError
-        when the agent answers the prompt with an error.
+        when the agent answers the prompt with an error. Waits on the turn's condition (an event, the
+        answer, a cancel, or the next deadline wake it), never on a poll.
         """
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         with self._lock:
@@ -199,24 +232,23 @@ class Session:
             turn = self._turn = _OpenTurn()
         self.result = None
         pending = self.agent.connection.send_request(wire.SESSION_PROMPT, {"sessionId": self.id, "prompt": blocks})
+        pending.add_done_callback(turn.on_answer)
         deadline = time.monotonic() + (timeout if timeout is not None else self.agent.timeouts.turn)
         try:
-            while not (pending.done and turn.events.empty()):
-                self._watch(turn, deadline)  # also while events keep coming: a flood must not outlive its deadline
-                if turn.stopped and pending.done:
+            while True:
+                event = self._next(turn, deadline)  # also while events keep coming: a flood must not outlive it
+                if turn.stopped and turn.answered:
                     self._drop_rest(turn)
                     break
-                try:
-                    event = turn.events.get(timeout=POLL)
-                except queue.Empty:
-                    continue
-                yield event
+                if event is not None:
+                    yield event
+                elif turn.answered:
+                    break
         finally:
-            if not pending.done:  # the caller stopped iterating: the turn must not run on unseen
+            if not turn.answered:  # the caller stopped iterating: the turn must not run on unseen
                 self.cancel()
-                while not pending.done:
-                    self._watch(turn, deadline)
-                    time.sleep(POLL)
+                while not turn.answered:
+                    self._next(turn, deadline, events=False)
             self._turn = None
         self.result = self._finish(turn, pending)
 
@@ -229,12 +261,29 @@ class Session:
         assert self.result is not None
         return self.result
 
+    def _next(self, turn: _OpenTurn, deadline: float, events: bool = True) -> ev.Event | None:
+        """The next event (None: the turn was answered, or a deadline passed and was acted on)."""
+        with turn.cond:
+            while not (events and turn.events) and not turn.answered:
+                wake_at = self._wake_at(turn, deadline)
+                left = None if wake_at is None else wake_at - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                turn.cond.wait(left)
+            event = turn.events.popleft() if events and turn.events else None
+        self._watch(turn, deadline)
+        return event
+
+    def _wake_at(self, turn: _OpenTurn, deadline: float) -> float | None:
+        """When the turn's next escalation is due: its deadline, then the end of the cancel grace."""
+        if turn.cancel_sent_at is None:
+            return deadline
+        return None if turn.stopped else turn.cancel_sent_at + self.agent.timeouts.cancel_grace
+
     def _drop_rest(self, turn: _OpenTurn) -> None:
-        dropped = 0
-        with contextlib.suppress(queue.Empty):
-            while True:
-                turn.events.get_nowait()
-                dropped += 1
+        with turn.cond:
+            dropped = len(turn.events)
+            turn.events.clear()
         if dropped:
             self.agent.log(f"session {self.id}: {dropped} events queued when the agent was stopped were not delivered")
 
@@ -251,12 +300,19 @@ class Session:
     def cancel(self) -> None:
         """Cancel the running turn (a no-op between turns): see the module docstring for the escalation."""
         turn = self._turn
-        if turn is None or turn.cancel_sent_at is not None:
+        if turn is None:
             return
-        turn.cancelled.set()
-        turn.cancel_sent_at = time.monotonic()
+        with turn.cond:
+            if turn.cancel_sent_at is not None:
+                return
+            turn.cancelled.set()
+            turn.cancel_sent_at = time.monotonic()
+            listeners, turn.cancel_listeners = turn.cancel_listeners, []
+            turn.cond.notify_all()  # the grace starts now: its reader computes the next wake
         with contextlib.suppress(ConnectionClosed):  # the agent is gone already: the turn ends on its own
             self.agent.connection.notify(wire.SESSION_CANCEL, {"sessionId": self.id})
+        for listener in listeners:
+            listener()
 
     def _finish(self, turn: _OpenTurn, pending: Any) -> TurnResult:
         try:

@@ -2,17 +2,16 @@
 
 One agent process per configured entry, spawned on first use (`AcpAgent.spawn` + `initialize`), stopped
 once it has been idle for the entry's `idle` seconds, and started again by the next turn (acp.client
-respawns it and restores the session with `session/load` where the agent supports it). A turn runs on
-its own thread: `session/update`s become the turn's stream — each message chunk as it came (never the
-text so far: the whole is the turn's end), its plan and tool activity as status lines; a
-`session/request_permission` is answered by the entry's `approve` policy — `all` allows, `reads` allows
-read-only tool kinds and asks about the rest, `ask` asks — and asking pauses the turn (`paused`) with a
-Question whose payload is the permission options. The question travels through the session's own event
-stream (ev.PermissionAsked), so it is reported after every update the agent sent before asking; the
-prompt stays open, reporting to the same sink, until the answer (handed straight to the waiting
+respawns it and restores the session with `session/load` where the agent supports it). The turns are
+driven by the one turn engine (turns.engine, which is also the agent's permission policy); this module
+only says them in the gateway's terms: each message chunk as it came (never the text so far: the whole
+is the turn's end), its plan and tool activity as status lines; a permission request the entry's
+`approve` policy (`all`, `reads`, `ask`) does not answer itself pauses the turn (`paused`) with a
+Question whose payload is the permission options, told after every update the agent sent before asking;
+the prompt stays open, reporting to the same sink, until the answer (handed straight to the waiting
 request), a cancel or the turn's timeout. An agent that dies mid-turn (paused or not) fails that turn
 with a clear message; the next turn starts a fresh process. Rules: speaks ACP through mcp_agent_kit.acp
-only; knows no MCP, no store.
+and turns only; knows no MCP, no store.
 """
 
 from __future__ import annotations
@@ -23,16 +22,16 @@ import shutil
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import AcpAgent, Timeouts
-from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
-from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.errors import AcpError
+from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
 from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.agents_config import AgentSpec
+from mcp_agent_kit.turns.engine import Turn, TurnEnd, TurnEngine, asked
 from mcp_agent_kit.wire import acp as wire
 
 log = logging.getLogger("mcp_agent_kit.gateway")
@@ -41,24 +40,13 @@ IDLE_CHECK_S = 1.0
 STOP_STATES = {wire.CANCELLED: ab.CANCELED, wire.REFUSAL: ab.REJECTED}
 
 
-@dataclass
-class _Turn:
-    """The running prompt of one session: where it reports and, while paused, the answer it waits for."""
-
-    turn_id: str
-    sink: ab.TurnSink
-    answered: threading.Event = field(default_factory=threading.Event)
-    choice: PermissionOption | None = None
-
-
 def _option_json(option: PermissionOption) -> dict[str, str]:
     return {"optionId": option.option_id, "name": option.name, "kind": option.kind}
 
 
 def _question(request: PermissionRequest) -> ab.Question:
     """The pause a permission request makes: its options are the question's payload."""
-    return ab.Question(key=f"permission-{request.tool_call_id or uuid.uuid4()}",
-                       message=f"The agent asks permission for: {request.title or 'a tool call'}",
+    return ab.Question(key=f"permission-{request.tool_call_id or uuid.uuid4()}", message=asked(request),
                        payload={"options": [_option_json(o) for o in request.options]})
 
 
@@ -84,7 +72,8 @@ class AcpBackend:
         self.agent: AcpAgent | None = None
         self.error: str | None = None
         self.sessions: dict[str, Session] = {}  # gateway session id -> its ACP session (whose id may change)
-        self.turns: dict[str, _Turn] = {}  # gateway session id -> its running (or paused) turn
+        self.turns: dict[str, Turn] = {}  # gateway session id -> its running (or paused) turn
+        self.engine = TurnEngine(spec.approve, spec.timeout)
         self.last_used = time.monotonic()
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -103,7 +92,7 @@ class AcpBackend:
                 return self.agent
             try:
                 agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
-                                       cwd=self.spec.cwd, policy=self, log=log.info,
+                                       cwd=self.spec.cwd, policy=self.engine, log=log.info,
                                        timeouts=Timeouts(turn=self.spec.timeout, permission=self.spec.timeout))
                 try:
                     agent.initialize()
@@ -129,7 +118,7 @@ class AcpBackend:
         while not self._closed.wait(IDLE_CHECK_S):
             with self._lock:
                 agent = self.agent
-                idle = not self.turns and time.monotonic() - self.last_used > self.spec.idle
+                idle = not self.engine.busy and time.monotonic() - self.last_used > self.spec.idle
             if agent is not None and idle and agent.running:
                 log.info("agent %s idle for %gs: stopping its process", self.spec.ref, self.spec.idle)
                 agent.close()  # the next turn respawns it and loads the session
@@ -178,68 +167,25 @@ class AcpBackend:
     # ---- turns ---------------------------------------------------------------------------------
     def start_turn(self, session: str, message: str, message_id: str, references: list[str],
                    sink: ab.TurnSink) -> None:
-        turn = _Turn(str(uuid.uuid4()), sink)
+        turn = self.engine.turn(lambda: self._session(session), message, _Said(self, session, sink))
         with self._lock:
             self.turns[session] = turn
-        threading.Thread(target=self._run, args=(session, message, turn), name=f"acp-turn-{self.spec.ref}",
-                         daemon=True).start()
+        sink.started(turn.id, session)
+        turn.start()
 
-    def _run(self, gateway_id: str, message: str, turn: _Turn) -> None:
-        turn.sink.started(turn.turn_id, gateway_id)
-        end: ab.TurnEnd
-        try:
-            session = self._session(gateway_id)
-            result = session.run(message, timeout=self.spec.timeout, on_event=lambda e: self._event(turn, session, e))
-            end = ab.TurnEnd(STOP_STATES.get(result.stop_reason, ab.COMPLETED), result.text)
-        except AgentCrashed as exc:
-            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} died during the turn ({exc}); the next turn "
-                                        f"starts it again")
-        except AcpError as exc:
-            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}")
-        except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
-            log.warning("agent %s: %r", self.spec.ref, exc)
-            end = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {exc}")
+    def _ended(self, gateway_id: str, sink: ab.TurnSink, end: TurnEnd) -> None:
         with self._lock:
-            if self.turns.get(gateway_id) is turn:
+            if self.turns.get(gateway_id) is not None and self.turns[gateway_id].state == "ended":
                 del self.turns[gateway_id]
             self.last_used = time.monotonic()
-        turn.sink.ended(end)  # also one that ended while paused (the agent died, the question timed out)
-
-    def _event(self, turn: _Turn, session: Session, event: ev.Event) -> None:
-        if isinstance(event, ev.AgentMessageChunk):
-            if event.text:
-                turn.sink.streamed(event.text)
-        elif isinstance(event, ev.PermissionAsked):
-            turn.sink.paused(_question(event.request))
+        if end.stop_reason is not None:
+            said = ab.TurnEnd(STOP_STATES.get(end.stop_reason, ab.COMPLETED), end.text)
+        elif end.crashed:
+            said = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} died during the turn ({end.error}); the next turn "
+                                         f"starts it again")
         else:
-            said = progress_of(event, session.tool_calls)
-            if said:
-                turn.sink.progress(said)
-
-    def _turn_of(self, acp_session_id: str) -> tuple[str, _Turn] | None:
-        with self._lock:
-            for gateway_id, session in self.sessions.items():
-                if session.id == acp_session_id and gateway_id in self.turns:
-                    return gateway_id, self.turns[gateway_id]
-        return None
-
-    # ---- the permission policy (acp.client calls it on its own thread) -------------------------
-    def decide(self, request: PermissionRequest) -> PermissionOption | None:
-        if SELF_APPROVES[self.spec.approve](request):
-            return request.allow()
-        found = self._turn_of(request.session_id)
-        if found is None:
-            return request.reject()
-        gateway_id, turn = found
-        with self._lock:
-            session = self.sessions[gateway_id]
-        turn.choice = None
-        turn.answered.clear()
-        # through the session's own stream, not straight to the sink: every update the agent sent before asking
-        # is still queued there, and must reach the turn's readers before the question does
-        session.deliver(ev.PermissionAsked(request.session_id, "permission_asked", request.raw, request))
-        turn.answered.wait(self.spec.timeout)
-        return turn.choice
+            said = ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref} failed: {end.error}")
+        sink.ended(said)  # also one that ended while paused (the agent died, the question timed out)
 
     def answer(self, session: str, turn_id: str, question: ab.Question, action: str, content: dict[str, Any],
                sink: ab.TurnSink) -> None:
@@ -247,7 +193,7 @@ class AcpBackend:
         run reports on (to the sink it started with, which is this one)."""
         with self._lock:
             turn = self.turns.get(session)
-        if turn is None or turn.turn_id != turn_id:  # its run ended (and said so) or ran in another process
+        if turn is None or turn.id != turn_id:  # its run ended (and said so) or ran in another process
             sink.ended(ab.TurnEnd(ab.FAILED, f"agent {self.spec.ref}: the paused turn is gone (the agent or the "
                                              f"gateway was restarted)"))
             return
@@ -256,16 +202,13 @@ class AcpBackend:
                    for o in question.payload.get("options", []) if isinstance(o, dict)}
         reject = next((o for o in options.values() if o.kind in (wire.REJECT_ONCE, wire.REJECT_ALWAYS)), None)
         choices = {"accept": options.get(str(content.get("response"))), "decline": reject, "cancel": None}
-        turn.choice = choices[action]
-        turn.answered.set()
+        turn.answer(choices[action])
 
     def cancel(self, session: str, turn_id: str) -> None:
         with self._lock:
-            acp_session, turn = self.sessions.get(session), self.turns.get(session)
-        if acp_session is None or turn is None or turn.turn_id != turn_id:
-            return
-        acp_session.cancel()  # `session/cancel`; a pending permission question is answered cancelled
-        turn.answered.set()
+            turn = self.turns.get(session)
+        if turn is not None and turn.id == turn_id:
+            turn.cancel()  # `session/cancel`; a pending permission question is answered cancelled
 
     def fork(self, session: str, through_turn: str) -> str | None:
         """`session/fork` of the session as it is now (the tools fork at checkpoint time, see agent_tools)."""
@@ -289,3 +232,27 @@ class AcpBackend:
             agent, self.agent = self.agent, None
         if agent is not None:
             agent.close()
+
+
+class _Said:
+    """One turn's reports in the gateway's terms (a turns.engine TurnSink over an ab.TurnSink)."""
+
+    def __init__(self, backend: AcpBackend, gateway_id: str, sink: ab.TurnSink) -> None:
+        self.backend, self.gateway_id, self.sink = backend, gateway_id, sink
+
+    def update(self, event: ev.Event) -> None:
+        if isinstance(event, ev.AgentMessageChunk):
+            if event.text:
+                self.sink.streamed(event.text)
+            return
+        with self.backend._lock:
+            session = self.backend.sessions.get(self.gateway_id)
+        said = progress_of(event, session.tool_calls if session is not None else {})
+        if said:
+            self.sink.progress(said)
+
+    def paused(self, question: PermissionRequest) -> None:
+        self.sink.paused(_question(question))
+
+    def ended(self, end: TurnEnd) -> None:
+        self.backend._ended(self.gateway_id, self.sink, end)

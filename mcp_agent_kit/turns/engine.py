@@ -1,0 +1,217 @@
+"""turns.engine: one ACP prompt turn driven for any surface — running ⇄ paused(question) → ended.
+
+A TurnEngine is the permission policy of one AcpAgent (given as `policy=` when it is spawned; it is
+`inline`: asked on the request's own handler thread) and makes the turns on that agent's sessions:
+`engine.turn(open_session, text, sink)` then `turn.start()` runs one `session/prompt` and reports to the
+sink, in the order the agent sent them: each `session/update` (`update`), a permission request the
+`approve` setting does not answer itself (`paused`), and exactly one `ended`. A pause is a state, not
+an end: the prompt stays open, the turn keeps whatever slot its surface gave it, and the agent's request
+thread waits on an Event bounded by the turn's deadline until `turn.answer(option)` hands it the choice;
+a cancel of the turn (or its deadline) wakes it too, answered cancelled. The question travels through the
+session's own event stream (ev.PermissionAsked), so the sink hears it after every update the agent sent
+before asking, and a question settled before it is told (cancelled meanwhile) is never told. The turn
+runs on one thread that waits on the session's condition (acp.session), never on a poll. Rules: speaks
+ACP through mcp_agent_kit.acp only; knows no surface (MCP, A2A), no store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from mcp_agent_kit.acp import events as ev
+from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
+from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.session import Session
+
+log = logging.getLogger("mcp_agent_kit.turns")
+RUNNING, PAUSED, ENDED = "running", "paused", "ended"
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a turn ended: the agent's stopReason, or None with `error` when it failed."""
+
+    stop_reason: str | None
+    text: str
+    error: str = ""
+    crashed: bool = False  # the agent died during the turn (its next use starts it again)
+
+
+class TurnSink(Protocol):
+    """Where a turn reports, always from the turn's own thread, one call at a time."""
+
+    def update(self, event: ev.Event) -> None:
+        """One `session/update` of the turn (and the session's own records: permission decisions, files)."""
+
+    def paused(self, question: PermissionRequest) -> None:
+        """The agent asks: the turn waits for `Turn.answer` (or a cancel) with its prompt open."""
+
+    def ended(self, end: TurnEnd) -> None:
+        """Exactly once: the prompt's answer, or why the turn failed."""
+
+
+def asked(request: PermissionRequest) -> str:
+    """The question a permission request puts, in words (every surface says it the same way)."""
+    return f"The agent asks permission for: {request.title or 'a tool call'}"
+
+
+class Turn:
+    """One prompt on one session (see the module docstring); made by TurnEngine.turn."""
+
+    def __init__(self, engine: TurnEngine, open_session: Callable[[], Session], content: str, sink: TurnSink,
+                 timeout: float) -> None:
+        self.id = str(uuid.uuid4())
+        self.engine, self.sink, self.timeout = engine, sink, timeout
+        self.session: Session | None = None
+        self._open, self._content = open_session, content
+        self._deadline = time.monotonic() + timeout
+        self._lock = threading.Lock()
+        self._asking = threading.Lock()  # one question at a time: a second waits for the first to be settled
+        self._state = RUNNING
+        self._question: PermissionRequest | None = None
+        self._answered = threading.Event()
+        self._choice: PermissionOption | None = None
+        self._cancelled = False
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def question(self) -> PermissionRequest | None:
+        """The pending question while paused."""
+        return self._question
+
+    def start(self) -> Turn:
+        """Run the prompt on a thread of its own (opening the session there: it may start the agent)."""
+        self._deadline = time.monotonic() + self.timeout
+        threading.Thread(target=self._run, name="acp-turn", daemon=True).start()
+        return self
+
+    def answer(self, option: PermissionOption | None) -> bool:
+        """Hand the waiting agent `option` (None: cancelled); False when no question is pending."""
+        with self._lock:
+            if self._state != PAUSED:
+                return False
+            self._choice, self._state = option, RUNNING
+            self._answered.set()
+        return True
+
+    def cancel(self) -> None:
+        """`session/cancel`; a pending question is answered cancelled. The turn still ends once, as the agent says."""
+        with self._lock:
+            self._cancelled = True
+            session, self._choice = self.session, None
+            if self._state == PAUSED:
+                self._state = RUNNING
+            self._answered.set()
+        if session is not None:
+            session.cancel()
+
+    # ---- the agent's side: its permission request, on the connection's handler thread ----------------
+    def ask(self, request: PermissionRequest) -> PermissionOption | None:
+        """Pause the turn with `request` and wait (bounded by the turn's deadline) for the answer or a cancel."""
+        with self._asking:
+            session = self.session
+            with self._lock:
+                if self._state == ENDED or self._cancelled or session is None:
+                    return None
+                answered = self._answered = threading.Event()
+                self._question, self._choice, self._state = request, None, PAUSED
+            remove = session.on_cancel(answered.set)
+            try:
+                # through the session's own stream, not straight to the sink: every update the agent sent
+                # before asking is queued there, and must reach the sink before the question does
+                session.deliver(ev.PermissionAsked(request.session_id, "permission_asked", request.raw, request))
+                answered.wait(max(0.0, self._deadline - time.monotonic()))
+            finally:
+                remove()
+                with self._lock:
+                    choice = self._choice if answered.is_set() else None
+                    self._question = None
+                    if self._state == PAUSED:
+                        self._state = RUNNING
+            return choice
+
+    # ---- the turn's thread ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        end: TurnEnd
+        try:
+            session = self._open()
+            with self._lock:
+                self.session = session
+                cancelled = self._cancelled
+            if cancelled:
+                end = TurnEnd(None, "", "the turn was cancelled before it started")
+            else:
+                result = session.run(self._content, timeout=max(0.0, self._deadline - time.monotonic()),
+                                     on_event=self._event)
+                end = TurnEnd(result.stop_reason, result.text)
+        except AgentCrashed as exc:
+            end = TurnEnd(None, "", str(exc), crashed=True)
+        except AcpError as exc:
+            end = TurnEnd(None, "", str(exc))
+        except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
+            log.warning("an ACP turn failed: %r", exc)
+            end = TurnEnd(None, "", str(exc) or type(exc).__name__)
+        with self._lock:
+            self._state, self._question = ENDED, None
+            self._answered.set()
+        self.engine.forget(self)
+        self.sink.ended(end)
+
+    def _event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.PermissionAsked):
+            with self._lock:  # one settled before it got here (a cancel, its deadline) is never told
+                pending = self._state == PAUSED and event.request is self._question
+            if pending:
+                self.sink.paused(event.request)
+        else:
+            self.sink.update(event)
+
+
+class TurnEngine:
+    """The turns of one ACP agent and its permission policy (see the module docstring)."""
+
+    inline = True  # decide() waits only on the turn's own Event, which a cancel of the turn wakes
+
+    def __init__(self, approve: str = "ask", timeout: float = 1800.0) -> None:
+        """approve: `all` allows every request itself, `reads` the read-only tool kinds, `ask` none
+        (acp.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds."""
+        self.approve, self.timeout = approve, timeout
+        self._turns: list[Turn] = []
+        self._lock = threading.Lock()
+
+    def turn(self, open_session: Callable[[], Session], content: str, sink: TurnSink,
+             timeout: float | None = None) -> Turn:
+        """A turn of the session `open_session()` returns (called on the turn's thread); `start()` runs it."""
+        made = Turn(self, open_session, content, sink, self.timeout if timeout is None else timeout)
+        with self._lock:
+            self._turns.append(made)
+        return made
+
+    def forget(self, turn: Turn) -> None:
+        with self._lock:
+            if turn in self._turns:
+                self._turns.remove(turn)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn is running or paused."""
+        with self._lock:
+            return bool(self._turns)
+
+    def decide(self, request: PermissionRequest) -> PermissionOption | None:
+        """The agent's permission request (acp.client calls it on the request's handler thread)."""
+        if SELF_APPROVES[self.approve](request):
+            return request.allow()
+        with self._lock:
+            found = next((t for t in self._turns if t.session is not None and t.session.id == request.session_id),
+                         None)
+        return request.reject() if found is None else found.ask(request)
