@@ -112,3 +112,34 @@ def test_an_a2a_turn_paused_on_a_question_keeps_its_slot_too(
     done = poll(run, first, until=("completed", "failed"))
     assert done["result"]["structuredContent"]["text"] == "You chose PostgreSQL as the database to use."
     assert poll(run, second, until=("completed", "failed"))["result"]["structuredContent"]["text"] == "4"
+
+
+def test_a_task_mode_turn_tells_the_words_said_before_its_question_first_over_many_turns(
+        tmp_path: Path, gateway_of: Callable[..., GatewayRun]) -> None:
+    """Task-augmented invoke_agent, TURNS times in one session: whenever a turn's task view changes (what
+    `notifications/tasks` pushes and tasks/get shows), a paused one already holds every word the agent said
+    before asking; the turn's event log has them before its input_required; the answer resumes the same turn."""
+    run = gateway_of(_config(tmp_path, "ask"))
+    assert run.gateway.agents is not None
+    changes: list[tuple[str, str, str]] = []  # (turn id, status, the reply so far) at each change
+    remove = run.gateway.agents.add_listener("turn_changed",
+                                             lambda live: changes.append((live.id, live.status, live.view.tail)))
+    try:
+        session: str | None = None
+        for n in range(TURNS):
+            where: dict[str, Any] = {"agent": AGENT} if session is None else {"session_id": session}
+            task = start_task(run, {**where, "message": f"alpha beta gamma {n}"})
+            paused = poll(run, task, until=("input_required", "completed", "failed"))
+            assert paused["status"] == "input_required", (n, paused)
+            turn = next(t for t, status, _ in reversed(changes) if status == "input_required")
+            first_pause = next(tail for t, status, tail in changes if t == turn and status == "input_required")
+            said = f"Echo: alpha beta gamma {n}"
+            assert said in first_pause, (n, first_pause)
+            logged = "".join(e["text"] for _, e in run.store.turn_events(turn, 0, 1000) if "text" in e)
+            assert logged.startswith(said), (n, logged)
+            _answer(run, task, next(iter(paused["inputRequests"])))
+            done = poll(run, task, until=("completed", "failed", "cancelled"))
+            assert done["result"]["structuredContent"]["text"] == f"{said}\nFile: written.", (n, done)
+            session = done["result"]["structuredContent"]["session_id"]
+    finally:
+        remove()
