@@ -75,8 +75,21 @@ class Backend:
         self.templates: list[dict[str, Any]] = []
         self.skills: list[dict[str, Any]] = []  # SEP-2640 entries, listed with the resources
         self.watcher: ListWatcher | None = None
-        self.on_reconnect: Callable[[Backend], None] | None = None
+        self._reconnected: list[Callable[[Backend], None]] = []  # add_listener("reconnected", ...)
         self._lock = threading.Lock()
+
+    def add_listener(self, kind: str, listener: Callable[[Backend], None]) -> Callable[[], None]:
+        """Call `listener(backend)` each time this backend is connected again after it was found dead
+        ("reconnected", the one kind); returns the function that removes it again."""
+        if kind != "reconnected":
+            raise ValueError(f"unknown listener kind {kind!r}; use reconnected")
+        self._reconnected.append(listener)
+
+        def remove() -> None:
+            if listener in self._reconnected:
+                self._reconnected.remove(listener)
+
+        return remove
 
     def start(self) -> None:
         try:
@@ -118,14 +131,14 @@ class Backend:
                 self.client.verdict = None
                 self.client.connect()
                 self.broken = False
-                if self.on_reconnect is not None:
-                    self.on_reconnect(self)
+                for listener in tuple(self._reconnected):
+                    listener(self)
             return self.client
 
     def retry(self, stop: threading.Event, *, first: float = RETRY_FIRST, most: float = RETRY_MOST) -> None:
         """Until the backend is up (or stop is set), try to connect it, waiting first, then twice as
         long after each failure up to `most` seconds, jittered; once up it is listed and watched
-        again through on_reconnect, like a backend reconnected on use."""
+        again through its reconnected listeners, like a backend reconnected on use."""
         delay = first
         while not stop.wait(delay * random.uniform(0.75, 1.0)):
             if not self.broken:

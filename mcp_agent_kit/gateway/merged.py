@@ -115,7 +115,7 @@ class Gateway:
         if follow:
             threading.Thread(target=self._follow, name="mcp-gateway-sync", daemon=True).start()
             for backend in self.backends.values():
-                backend.on_reconnect = self._reconnected
+                backend.add_listener("reconnected", self._reconnected)
                 backend.watch(self._changed)
                 if backend.broken:
                     threading.Thread(
