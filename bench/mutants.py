@@ -87,9 +87,9 @@ MUTANTS = [
            "events wait for the client to come back\n            self.cancel.set()",
            "events wait for the client to come back\n            pass", DROP),
     Mutant("stdio answers notifications", "mcp_agent_kit/transports/stdio.py",
-           "else:  # a notification\n            self.dispatcher.notification(incoming.message, self.conn)",
-           "else:  # a notification\n            self.dispatcher.notification(incoming.message, self.conn)\n"
-           '            self.write({"jsonrpc": "2.0", "id": None, "result": {}})',
+           "        self.dispatcher.notification(message, self.conn)",
+           "        self.dispatcher.notification(message, self.conn)\n"
+           '        self.write({"jsonrpc": "2.0", "id": None, "result": {}})',
            ("tests/transports/test_stdio.py",)),
     Mutant("a2a task ownership off", "mcp_agent_kit/a2a/engine.py",
            'if task is None or task.get("_owner", "") != owner:', "if task is None:", AUTH_A2A),

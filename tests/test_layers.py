@@ -33,10 +33,13 @@ FORBIDDEN: dict[str, set[str]] = {
 ALLOWED: dict[str, set[str]] = {
     "wire": {"wire"},
     # The client talks to servers; it knows the wire and nothing of the server side or the CLI.
-    "client": {"client", "wire", "auth", "process"},
+    "client": {"client", "wire", "auth", "process", "line_peer"},
     # The one child-process manager (process group, minimal environment, SIGTERM then SIGKILL): the
     # lowest layer that may do I/O, below both client/ and acp/, so every spawned peer goes through it.
     "process": {"process"},
+    # The one threaded JSON-RPC line peer (reader, writer lock, concurrency) over wire.peer's sans-IO part:
+    # under the MCP stdio server and client and both ACP ends, so beside process, below client/ and acp/.
+    "line_peer": {"line_peer", "wire"},
     # OAuth: token validation and metadata documents, pure and standard library; the servers call it.
     "auth": {"auth"},
     # Records that outlive a request, for one or many replicas: no protocol, nothing of ours.
@@ -50,7 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     # The one turn engine (running ⇄ paused(question) → ended) for every surface: ACP and nothing of a surface.
     "turns": {"turns", "acp", "wire", "logs"},
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
-    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process"},
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer"},
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
 }

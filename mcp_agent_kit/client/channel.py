@@ -31,6 +31,10 @@ class Slot:
             self.event = event
             self.done.set()
 
+    def settle(self, result: Any = None, error: BaseException | None = None) -> None:
+        """As a line peer's waiter (wire.peer.Waiter): `result` is the Reply its outcome made of the response."""
+        self.resolve(result)
+
 
 RequestHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 """Answers one server→client request (legacy era) with a full JSON-RPC reply. The second argument

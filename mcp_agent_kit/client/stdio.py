@@ -5,7 +5,9 @@ Spawns the command with its args, env and cwd through the kit's one child-proces
 the MCP hosts and the official SDK's get_default_environment() do); a reader thread matches replies to waiting
 requests, hands notifications and (legacy) server requests to the client's callbacks (a stdout
 line that is not JSON-RPC, such as a print at import, is skipped with a warning telling the
-server to log to stderr; a request answered only by such lines fails as "garbage"), and the
+server to log to stderr; a request answered only by such lines fails as "garbage"): the kit's one
+line peer (line_peer.LinePeer, lenient server policy: no junk cap, a line over max_line ends the
+reading, server requests each on a thread). The
 process's stderr thread keeps the last bytes of stderr for error messages and logs its lines.
 Close shuts down politely: stdin closed, a grace period, then SIGTERM, then SIGKILL, each to the
 whole process group, so what the server started ends with it. Rules: no protocol
@@ -19,15 +21,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import subprocess
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
 from mcp_agent_kit.client.loglimit import MAX_CHARS, LineLimiter
 from mcp_agent_kit.client.probe import Event, Failure, Reply
+from mcp_agent_kit.line_peer import LinePeer, Threads
 from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import jsonrpc
+from mcp_agent_kit.wire.peer import LENIENT_SERVER, JsonRpcPeer
 
 log = logging.getLogger("mcp_agent_kit.client")
 MAX_LINE = 16 * 1024 * 1024
@@ -62,9 +65,7 @@ class StdioChannel:
         self.legacy_version: str | None = None
         self._proc: PeerProcess | None = None
         self._last: PeerProcess | None = None  # the latest process, whose stderr tail outlives close()
-        self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        self._pending: dict[Any, Slot] = {}
+        self._lines: LinePeer[Slot] | None = None  # the latest process's line peer
         self._exit_note = ""
         self._noise: str | None = None  # the latest non-JSON-RPC stdout line of this process, if any
         self._noise_lines = 0  # how many such lines, so an exchange knows whether any came while it waited
@@ -88,7 +89,15 @@ class StdioChannel:
         self._proc = self._last = proc
         self._exit_note = ""
         self._noise, self._noise_lines = None, 0
-        threading.Thread(target=self._read, args=(proc,), name="mcp-client-stdout", daemon=True).start()
+        peer: JsonRpcPeer[Slot] = JsonRpcPeer(LENIENT_SERVER, lambda message: (Reply(message), None),
+                                              max_line=self.max_line)
+        lines: LinePeer[Slot] = LinePeer(
+            proc.stdout, proc.stdin, peer, handle=self._answer, notify=self._notification, concurrency=Threads(),
+            on_bad_line=self._stray, on_oversize=self._too_long, on_end=lambda: self._ended(proc, lines),
+            log=self._log_stdout, name=self.command,
+            thread_name="mcp-client")
+        self._lines = lines
+        lines.start()
 
     def restart(self) -> None:
         self.close()
@@ -100,7 +109,7 @@ class StdioChannel:
             return
         proc.stop(self.grace)  # stdin closed, then SIGTERM, then SIGKILL of its whole group
         self._exit_note = "the connection was closed"
-        self._fail_all(Failure("exited", self._exit_note))
+        self._fail_all(self._lines, Failure("exited", self._exit_note))
         self.log_limiter.flush()
 
     @property
@@ -117,35 +126,29 @@ class StdioChannel:
 
     # ---- I/O --------------------------------------------------------------------------------------
     def _write(self, message: dict[str, Any]) -> bool:
-        proc = self._proc
-        if proc is None:
+        if self._proc is None or self._lines is None:
             return False
-        data = jsonrpc.encode(message) + b"\n"
-        with self._write_lock:
-            try:
-                proc.stdin.write(data)
-                proc.stdin.flush()
-            except (OSError, ValueError):
-                return False
+        try:
+            self._lines.send(message)
+        except (OSError, ValueError):
+            return False
         return True
 
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
         if self._proc is None and not self._started:
             self.start()  # lazily, on first use; after close() only restart() starts again
-        if self._proc is None:
+        lines = self._lines
+        if self._proc is None or lines is None:
             return Failure("exited", self._exit_note)
         slot = Slot()
         id_ = message["id"]
         noise_before = self._noise_lines
-        with self._lock:
-            self._pending[id_] = slot
-        if not self._write(message):
+        if not lines.expect(id_, slot) or not self._write(message):
             slot.resolve(Failure("exited", self._exit_reason()))
         if not slot.done.wait(timeout):
             slot.resolve(self._silence(message["method"], timeout, self._noise_lines > noise_before))
             self._write(jsonrpc.notification("notifications/cancelled", {"requestId": id_, "reason": "timeout"}))
-        with self._lock:
-            self._pending.pop(id_, None)
+        lines.forget(id_)
         assert slot.event is not None
         return slot.event
 
@@ -167,65 +170,45 @@ class StdioChannel:
         return Failure("garbage", f"no JSON-RPC reply to {method} within {timeout:g}s, only non-JSON-RPC output "
                                   f"such as {self._noise[:120]!r}; {STDOUT_HINT}")
 
-    def _fail_all(self, failure: Failure) -> None:
-        with self._lock:
-            slots = list(self._pending.values())
-        for slot in slots:
+    @staticmethod
+    def _fail_all(lines: LinePeer[Slot] | None, failure: Failure) -> None:
+        for slot in lines.take_all() if lines is not None else []:
             slot.resolve(failure)
 
-    def _read(self, proc: PeerProcess) -> None:
-        stream = proc.stdout
-        while True:
-            try:
-                line = stream.readline(self.max_line + 1)
-            except (OSError, ValueError):
-                line = b""
-            if not line:
-                break
-            if len(line) > self.max_line:
-                self._garbage(f"a line longer than {self.max_line} bytes")
-                break
-            if line.strip():
-                self._on_line(line)
+    def _ended(self, proc: PeerProcess, lines: LinePeer[Slot]) -> None:
+        """The server's stdout ended (or a line over the limit ended the reading): fail what waits."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.popen.wait(self.grace)
         with contextlib.suppress(OSError, ValueError):
-            stream.close()  # stdout is ours to close, once read to its end
+            proc.stdout.close()  # stdout is ours to close, once read to its end
         if proc is self._proc or self._proc is None:
-            self._fail_all(Failure("exited", self._exit_reason()))
+            self._fail_all(lines, Failure("exited", self._exit_reason()))
 
-    def _on_line(self, line: bytes) -> None:
-        incoming = jsonrpc.decode(line)
-        if incoming.kind == "response":
-            with self._lock:
-                slot = self._pending.get(incoming.message["id"])
-            if slot is not None:
-                slot.resolve(Reply(incoming.message))
-        elif incoming.kind == "notification":
-            if self.on_notification is not None:
-                self.on_notification(incoming.message)
-        elif incoming.kind == "request":
-            threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
-        else:
-            self._stray(line[: 4 * MAX_CHARS].decode("utf-8", "replace").strip())
+    def _notification(self, message: dict[str, Any]) -> None:
+        if self.on_notification is not None:
+            self.on_notification(message)
 
-    def _stray(self, sample: str) -> None:
+    def _stray(self, line: bytes, reply: dict[str, Any] | None) -> None:
         """A line that is not JSON-RPC (a print at import, a banner): skipped with a warning naming the
         fix, as the official SDKs skip it; a request still unanswered at its timeout fails as "garbage"."""
+        sample = line[: 4 * MAX_CHARS].decode("utf-8", "replace").strip()
         self._noise = sample
         self._noise_lines += 1
         self.log_limiter.line(logging.WARNING, "wrote a line to stdout that is not JSON-RPC (write logs to stderr: "
                                                "print(..., file=sys.stderr))", repr(sample))
 
-    def _garbage(self, sample: str) -> None:
+    def _log_stdout(self, text: str) -> None:
+        self.log_limiter.line(logging.WARNING, "stdout", text)
+
+    def _too_long(self, size: int) -> None:
+        sample = f"a line longer than {self.max_line} bytes"
         if self.strict:
-            self._fail_all(Failure("garbage", f"the server wrote non-JSON-RPC output: {sample[:120]!r}"))
+            self._fail_all(self._lines, Failure("garbage", f"the server wrote non-JSON-RPC output: {sample[:120]!r}"))
         else:
             self.log_limiter.line(logging.WARNING, "wrote a line that is not JSON-RPC", repr(sample))
 
-    def _answer(self, message: dict[str, Any]) -> None:
-        reply = reply_to_request(self.on_request, message)
-        self._write(reply)
+    def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
+        return reply_to_request(self.on_request, message)
 
     def _stderr_lines(self) -> Callable[[bytes], None]:
         """For one process: each stderr chunk (b"" at its end) cut into lines logged through the limiter

@@ -59,7 +59,7 @@ def test_the_messages_shown_as_sent_are_what_the_client_sends(tmp_path: Path) ->
     sent: list[dict[str, Any]] = []
     with AcpAgent.spawn(SDK_AGENT, cwd=str(tmp_path), policy=AllowAll(), timeouts=FAST,
                         log=lambda message: None) as agent:
-        agent.connection._trace = lambda direction, message: sent.append(message) if direction == "out" else None
+        agent.connection.trace = lambda direction, message: sent.append(message) if direction == "out" else None
         agent.initialize()
         session = agent.new_session(str(tmp_path))
         session.run("permission edit")
