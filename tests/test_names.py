@@ -40,12 +40,12 @@ def test_the_one_error_classes_are_defined_once() -> None:
     for name, tree in modules():
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.name in ("RpcError", "A2AError", "StoreError", "MemoryStore",
-                                                                 "Session", "SessionStore", "SqliteStore"):
+                                                                 "Session", "AgentSessions", "SqliteStore"):
                 where[node.name].append(name)
     assert where == {"RpcError": ["mcp_agent_kit/wire/jsonrpc.py"], "A2AError": ["mcp_agent_kit/a2a/protocol.py"],
                      "StoreError": ["mcp_agent_kit/store/base.py"], "MemoryStore": ["mcp_agent_kit/store/memory.py"],
                      "Session": ["mcp_agent_kit/acp/session.py"],
-                     "SessionStore": ["mcp_agent_kit/gateway/agent_sessions.py"],
+                     "AgentSessions": ["mcp_agent_kit/gateway/agent_store.py"],
                      "SqliteStore": ["mcp_agent_kit/store/sqlite.py"]}
 
 

@@ -2,12 +2,12 @@
 
 Over a SharedTaskStore: every event of a task is appended to the channel `task:a2a_tasks:<id>` and
 notified, so a subscriber on any replica tails the log in order (woken by the notification, polling
-every POLL_S as the fallback); one background thread per engine renews the leases of the tasks
-this replica runs (every lease/3, at most every POLL_S), notices a cancel written by another
-replica (the job's cancel event is set), hands tasks whose lease lapsed (their replica died) to
-`on_lapsed`, purges expired records and drops the event log of a task this replica finished
-LOG_GRACE_S after (a subscriber still behind then ends at the task's recorded final state);
-idempotency claims (kind `idempotency`, key `a2a:<owner>:<messageId>`, insert-if-absent) make a
+every POLL_S as the fallback); one background thread per engine keeps the leases of the tasks
+this replica runs (store.leases.LeaseKeeper: renewed every lease/3; a task whose lease lapsed,
+its replica died, goes to `on_lapsed`, LAPSED its text), notices a cancel written by another
+replica (the job's cancel event is set), purges expired records and drops the event log of a task
+this replica finished LOG_GRACE_S after (a subscriber still behind then ends at the task's
+recorded final state); idempotency claims (store.claims, key `a2a:<owner>:<messageId>`) make a
 retried message run once across replicas.
 Rules: no HTTP, no protocol errors; knows the engine only through the callables it is given.
 """
@@ -24,16 +24,17 @@ from mcp_agent_kit.a2a.lifecycle import TERMINAL
 from mcp_agent_kit.a2a.protocol import SUBMITTED, WORKING
 from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore, task_of
 from mcp_agent_kit.logs import logger
-from mcp_agent_kit.store.base import Record, StoreError
+from mcp_agent_kit.store.base import StoreError
+from mcp_agent_kit.store.claims import IDEMPOTENCY, Claims
+from mcp_agent_kit.store.leases import LAPSED, LeaseKeeper
 
+__all__ = ["LAPSED", "Replication", "channel", "claim_key"]
 log = logger("mcp_agent_kit.a2a")
-IDEMPOTENCY = "idempotency"
 PREFIX = f"task:{KIND}:"
 POLL_S = 1.0
 PURGE_S = 60.0
 LOG_GRACE_S = 60.0
 CLAIM_TTL = 24 * 3600.0
-LAPSED = "the replica running this task stopped (lease expired)"
 Event = dict[str, Any]
 
 
@@ -53,12 +54,15 @@ class Replication:
         self.tasks = tasks
         self.store = tasks.store
         self._jobs = jobs  # task id -> its job's cancel event, for the jobs this replica runs
-        self._on_lapsed = on_lapsed
         self._lock = threading.Lock()
         self._tails: dict[str, set[threading.Event]] = {}
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._finished: collections.deque[tuple[float, str]] = collections.deque()  # (drop its log at, task id)
+        self.claims = Claims(self.store, ttl_s=CLAIM_TTL)
+        self.leases = LeaseKeeper(self.store, KIND, tasks.replica, tasks.lease_s, states=(SUBMITTED, WORKING),
+                                  held=lambda: list(self._jobs()),
+                                  on_lapsed=lambda record, _reason: on_lapsed(task_of(record)))
         self._unsubscribe = self.store.subscribe(self._heard)
         self._thread = threading.Thread(target=self._loop, name="a2a-leases", daemon=True)
         self._thread.start()
@@ -127,32 +131,23 @@ class Replication:
     # ---- idempotency ----------------------------------------------------------------------------
     def claim(self, owner: str, message_id: str) -> bool:
         """True the first time (owner, messageId) is seen by any replica; False for a retry."""
-        key = claim_key(owner, message_id)
-        return self.store.insert(Record(IDEMPOTENCY, key, {}, owner=owner, expires=time.time() + CLAIM_TTL))
+        return self.claims.claim(claim_key(owner, message_id), owner)
 
     def resolve(self, owner: str, message_id: str, body: dict[str, Any]) -> None:
         """Record what a claimed message became: {"taskId": ...} or {"message": ...}."""
-        key = claim_key(owner, message_id)
-        self.store.update(Record(IDEMPOTENCY, key, body, owner=owner, expires=time.time() + CLAIM_TTL))
+        self.claims.resolve(claim_key(owner, message_id), owner, body)
 
     def unclaim(self, owner: str, message_id: str) -> None:
         """The message was refused before it ran: a retry may try again."""
-        self.store.delete(IDEMPOTENCY, claim_key(owner, message_id))
+        self.claims.release(claim_key(owner, message_id))
 
     def outcome(self, owner: str, message_id: str, timeout: float) -> dict[str, Any] | None:
         """What a claimed message became, waiting (bounded) while its replica is still accepting it."""
-        deadline = time.monotonic() + timeout
-        pause = 0.01
-        while True:
-            record = self.store.get(IDEMPOTENCY, claim_key(owner, message_id))
-            if record is None or record.body or time.monotonic() >= deadline:
-                return None if record is None else (record.body or None)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
+        return self.claims.outcome(claim_key(owner, message_id), timeout)
 
     # ---- the lease thread -------------------------------------------------------------------------
     def _loop(self) -> None:
-        period = min(POLL_S, self.tasks.lease_s / 3)
+        period = min(POLL_S, self.leases.period)
         last_purge = 0.0
         while not self._closed.is_set():
             self._wake.wait(period)
@@ -172,16 +167,12 @@ class Replication:
                 log.warning("a2a lease keeping failed (will retry): %s", exc)
 
     def _tick(self) -> None:
-        jobs = self._jobs()
-        if jobs:
-            self.store.renew(KIND, list(jobs), self.tasks.replica, self.tasks.lease_s)
-            for task_id, cancel in jobs.items():
-                record = self.store.get(KIND, task_id)
-                if record is not None and record.state in TERMINAL:
-                    cancel.set()  # another replica canceled it (or failed it when our lease lapsed)
-        for record in self.store.lapsed(KIND, (SUBMITTED, WORKING), time.time()):
-            if record.key not in jobs:
-                self._on_lapsed(task_of(record))
+        for task_id, cancel in self._jobs().items():
+            record = self.store.get(KIND, task_id)
+            if record is not None and record.state in TERMINAL:
+                cancel.set()  # another replica canceled it (or failed it when our lease lapsed)
+        if self.leases.due():
+            self.leases.keep()
 
     def close(self) -> None:
         self._closed.set()

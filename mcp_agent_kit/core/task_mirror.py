@@ -7,11 +7,11 @@ view). A cancel or an answer received for a remote task goes into the record's `
 announced with `notify("task:<kind>:<id>")`; the replica running the task applies it when the
 notification arrives or, at worst, on its next poll (at most a second later). The store decides a
 task's end: the first terminal state written (compare-and-set) wins, and a replica whose write
-finds another terminal state adopts it. One Keeper per server runs one thread that renews this
-replica's leases every lease/3, fails the tasks of replicas whose lease lapsed (LAPSED), purges
-expired records and wakes mirrors on notifications. Rules: no wire shapes (the era's codec turns
-errors into JSON and back); the store is reached only through store.base.Store; without a
-mirror a table runs exactly as before.
+finds another terminal state adopts it. One Keeper per server runs one thread that keeps each
+mirror's leases (store.leases.LeaseKeeper: renewed every lease/3; a task whose replica's lease
+lapsed is failed with LAPSED), purges expired records and wakes mirrors on notifications.
+Rules: no wire shapes (the era's codec turns errors into JSON and back); the store is reached only
+through store.base.Store; without a mirror a table runs exactly as before.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import Any
 from mcp_agent_kit.core.task_table import TERMINAL, TaskRecord, now
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.store.base import Record, Store, StoreError
+from mcp_agent_kit.store.leases import LAPSED, LeaseKeeper
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 
 UNFINISHED = ("working", "input_required")
-LAPSED = "the replica running this task stopped (lease expired)"
+__all__ = ["LAPSED", "Keeper", "TaskMirror"]
 POLL_S = 1.0  # the longest a signal waits when its notification was lost
 PURGE_S = 10.0
 CAS_TRIES = 8
@@ -117,7 +118,13 @@ class TaskMirror:
         self._signalled: set[str] = set()
         self._lock = threading.Lock()
         self._write_locks: dict[str, threading.Lock] = {}
+        self.leases = LeaseKeeper(self.store, kind, keeper.replica, keeper.lease_s, states=UNFINISHED,
+                                  held=self._held, on_lapsed=self._fail_lapsed)
         keeper.add(self)
+
+    def _held(self) -> list[str]:
+        with self._lock:
+            return list(self.held)
 
     # ---- records ------------------------------------------------------------------------------
     def mirrored(self, task: TaskRecord) -> bool:
@@ -330,22 +337,16 @@ class TaskMirror:
             remote, self._remote_changed = self._remote_changed, set()
         for task in ended:  # ended without a move (its session closed, its ttl passed): write the end
             self.finish(task, task.status, {"message": task.message})
-        with self._lock:
-            held = list(self.held)
         for key in due:
             self._apply(key)
         for key in remote:
             stored = self.store.get(self.kind, key)
             if stored is not None and self.on_remote is not None:
                 self.on_remote(self.restore(stored, stored.owner))  # owner: the column
-        store, now = self.store, time.time()
         if renew:
-            if held:
-                store.renew(self.kind, held, self.keeper.replica, self.keeper.lease_s)
-            for stored in store.lapsed(self.kind, UNFINISHED, now):
-                self._fail_lapsed(stored)
+            self.leases.keep()
         if purge:
-            store.purge(self.kind, now)
+            self.store.purge(self.kind, time.time())
 
     def _apply(self, key: str) -> None:
         """Apply what other replicas left for one of our tasks: an end, a cancel, answers."""
@@ -368,13 +369,11 @@ class TaskMirror:
         if fresh and self.on_answers is not None:
             self.on_answers(task, fresh)
 
-    def _fail_lapsed(self, stored: Record) -> None:
-        """A replica died with this task unfinished: fail it, once (compare-and-set)."""
-        if stored.holder == self.keeper.replica and stored.key in self.held:
-            return  # ours, renewed late (a stall): the renewal above has extended it
-        error = {"code": INTERNAL_ERROR, "message": LAPSED}
-        body = {**stored.body, "status": "failed", "message": LAPSED, "error": error, "pending": {}, "updated": now()}
+    def _fail_lapsed(self, stored: Record, reason: str) -> None:
+        """A replica died with this task unfinished (the lease keeper found it): fail it, once (compare-and-set)."""
+        error = {"code": INTERNAL_ERROR, "message": reason}
+        body = {**stored.body, "status": "failed", "message": reason, "error": error, "pending": {}, "updated": now()}
         new = stored._replace(body=body, state="failed", holder=None, lease_until=None)
         if self.store.update(new, expect_version=stored.version) is not None:
-            logger().warning("task %s failed: %s (holder %s)", stored.key, LAPSED, stored.holder)
+            logger().warning("task %s failed: %s (holder %s)", stored.key, reason, stored.holder)
             self.store.notify(channel(self.kind, stored.key))

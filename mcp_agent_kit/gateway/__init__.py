@@ -7,11 +7,11 @@ server behind us), relay (a backend's questions to our caller), merged (the merg
 Server), cli (the `probe` and `gateway` commands), auth_cli (`auth login|status|logout`). Agents as
 tools: agents_config (the `agents` section), agent_backend (the AgentBackend protocol an agent kind
 implements, and its events), a2a_backend (an A2A v1.0 agent, through a2a.client), acp_backend (an
-ACP v1 agent process, through acp), agent_questions (pauses as elicitation forms), agent_sessions
-(sessions and turns in sqlite) or agent_store (the same on a shared store, `--store URL`),
-agent_turns (running turns, per-agent queues, sealed task ids), agent_service (their one owner) and
-agent_tools (the MCP tools and their tasks). The names below load lazily, so `mcp-agent-kit probe`
-(which lives in gateway.cli) never imports the server.
+ACP v1 agent process, through acp), agent_questions (pauses as elicitation forms), agent_store
+(sessions, turns and checkpoints on a store.Store; agent_records their record shapes, agent_store_v0
+the migration of older session files), agent_turns (running turns, per-agent queues, sealed task
+ids), agent_service (their one owner) and agent_tools (the MCP tools and their tasks). The names
+below load lazily, so `mcp-agent-kit probe` (which lives in gateway.cli) never imports the server.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """gateway.agent_service: agents, sessions and turns behind the agent tools — the one owner of their state.
 
-It holds the configured AgentBackends (A2A and ACP), the SessionStore, each agent's Lane and the
+It holds the configured AgentBackends (A2A and ACP), the sessions (agent_store.AgentSessions), each agent's Lane and the
 LiveTurns of this process; with a retention (`max_age` seconds) it sweeps sessions unused that long from
 the store at start and every SWEEP_S, never one whose turn runs here. `begin` starts (or, for a retried
 `message_id`, finds) a turn; `result` shapes a turn the way invoke_agent returns it (kagent's fields);
@@ -25,8 +25,7 @@ from typing import Any
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.a2a_backend import A2ABackend
 from mcp_agent_kit.gateway.acp_backend import AcpBackend
-from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
-from mcp_agent_kit.gateway.agent_store import SharedSessionStore
+from mcp_agent_kit.gateway.agent_store import AgentSessions, StoreFull
 from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, Lane, LiveTurn, seal_id
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 
@@ -95,7 +94,7 @@ def make_backend(spec: AgentSpec) -> ab.AgentBackend:
 class AgentService:
     """See the module docstring."""
 
-    def __init__(self, specs: dict[str, AgentSpec], store: SessionStore | SharedSessionStore,
+    def __init__(self, specs: dict[str, AgentSpec], store: AgentSessions,
                  backends: dict[str, ab.AgentBackend] | None = None, *, max_age: float | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         """max_age: seconds a session may go unused before `sweep` deletes it (None: kept); clock: epoch now."""

@@ -22,7 +22,7 @@ from mcp_agent_kit.core.tasks import REQUIRED, TaskNotify
 from mcp_agent_kit.gateway.agent_backend import SessionRefused
 from mcp_agent_kit.gateway.agent_questions import AnswerError, answer, elicitation
 from mcp_agent_kit.gateway.agent_service import AgentService, ServiceError
-from mcp_agent_kit.gateway.agent_sessions import StoreFull
+from mcp_agent_kit.gateway.agent_store import StoreFull
 from mcp_agent_kit.gateway.agent_turns import open_id
 from mcp_agent_kit.wire import mcp
 from mcp_agent_kit.wire.jsonrpc import RpcError

@@ -28,8 +28,7 @@ from typing import Any
 
 from mcp_agent_kit.core.task_table import TERMINAL
 from mcp_agent_kit.gateway import agent_backend as ab
-from mcp_agent_kit.gateway.agent_sessions import SessionStore
-from mcp_agent_kit.gateway.agent_store import SharedSessionStore
+from mcp_agent_kit.gateway.agent_store import AgentSessions
 
 # agent end state -> MCP task status
 STATUS = {ab.INPUT_REQUIRED: "input_required", ab.COMPLETED: "completed", ab.CANCELED: "cancelled",
@@ -103,7 +102,7 @@ def open_id(secret: bytes, task_id: Any, principal: str | None) -> str | None:
 class LiveTurn:
     """One turn in this process: the backend's sink, the store's writer, the waiters' condition."""
 
-    def __init__(self, store: SessionStore | SharedSessionStore, row: dict[str, Any],
+    def __init__(self, store: AgentSessions, row: dict[str, Any],
                  on_run_end: Callable[[LiveTurn], None], on_change: Callable[[LiveTurn], None] | None = None) -> None:
         """on_run_end: the run ended or paused; on_change: anything a tasks/get would show changed (written)."""
         self.store = store

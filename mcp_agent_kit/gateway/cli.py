@@ -144,8 +144,9 @@ def gateway_parser() -> Parser:
     parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="probe timeout per backend (default 5)")
     parser.add_argument("--separator", default=".", help="between alias and name on a collision (default '.')")
     parser.add_argument("--sessions", metavar="FILE",
-                        help="sqlite file keeping agent sessions across restarts (default CONFIG.sessions.sqlite;"
-                             " with --store sqlite:// or postgresql://, the sessions live in that shared store)")
+                        help="sqlite file keeping agent sessions across restarts, the store sqlite:///FILE (default"
+                             " CONFIG.sessions.sqlite; with --store sqlite:// or postgresql://, the sessions live in"
+                             " that shared store)")
     add_store_options(parser)
     parser.add_argument("--principal-header", metavar="NAME",
                         help="behind a trusted proxy only: take the caller's identity from this header")
@@ -231,26 +232,28 @@ def _closing(gateway: Any) -> Callable[[Any], Iterator[None]]:
 
 def _agent_service(agents: dict[str, Any], args: argparse.Namespace, max_age: float | None,
                    shared: StoreOptions | None) -> Any:
-    """The agents' service over their session store: the shared one (`--store`), else the one-process
-    sqlite file (`--sessions`); a CLI error when it cannot be opened."""
-    import sqlite3
-
+    """The agents' service over their sessions (gateway.agent_store): in the shared store (`--store`),
+    else in this process's own sqlite file, the store sqlite:///FILE (`--sessions FILE`, default
+    CONFIG.sessions.sqlite; an older session file is migrated on open); a CLI error when it cannot be opened."""
     from mcp_agent_kit.gateway.agent_service import AgentService
-    from mcp_agent_kit.gateway.agent_sessions import SessionStore
+    from mcp_agent_kit.gateway.agent_store import AgentSessions, open_sessions, sessions_url
+    from mcp_agent_kit.store import StoreError
 
     if shared is not None:
-        from mcp_agent_kit.gateway.agent_store import SharedSessionStore
-
         if args.sessions:
             raise CliError("give --sessions FILE or --store URL, not both", "drop --sessions: the sessions live"
                            " in the shared store", USAGE)
         assert shared.secret is not None  # store_from_args refuses a shared store without one
-        return AgentService(agents, SharedSessionStore(shared.store, shared.secret, shared.replica, shared.lease_s),
-                            max_age=max_age)
+        try:
+            sessions = AgentSessions(shared.store, shared.secret, shared.replica, shared.lease_s)
+        except StoreError as exc:
+            raise CliError(f"cannot open the sessions in {shared.store.url}: {exc}",
+                           "check the store (docs/store.md)") from exc
+        return AgentService(agents, sessions, max_age=max_age)
     path = args.sessions or f"{args.config}.sessions.sqlite"
-    try:
-        store = SessionStore(path)
-    except (OSError, sqlite3.Error) as exc:
+    try:  # this process is the file's one user: its own secret, and turns left working by a dead run fail now
+        sessions = open_sessions(sessions_url(path), sole=True)
+    except StoreError as exc:
         raise CliError(f"cannot open the session store {path}: {exc}",
                        "give a writable file with --sessions FILE") from exc
-    return AgentService(agents, store, max_age=max_age)
+    return AgentService(agents, sessions, max_age=max_age)

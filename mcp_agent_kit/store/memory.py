@@ -2,7 +2,8 @@
 
 Rules: one lock around every operation; bodies are deep-copied in and out (a caller mutating what
 it got never changes the store, as with the durable backends); notifications call the listeners
-synchronously, after the lock is released, in the notifier's thread.
+synchronously, after the lock is released, in the notifier's thread (store.listeners: one that raises
+is logged and skipped).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_agent_kit.store.base import Listener, Page, Record
+from mcp_agent_kit.store.listeners import Listeners
 
 
 class MemoryStore:
@@ -26,8 +28,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._records: dict[tuple[str, str], Record] = {}
         self._logs: dict[str, list[dict[str, Any]]] = {}
-        self._listeners: dict[int, Listener] = {}
-        self._next_listener = 0
+        self._listeners = Listeners()
 
     # ---- records --------------------------------------------------------------------------
     def insert(self, record: Record, *, lease_s: float | None = None) -> bool:
@@ -122,24 +123,13 @@ class MemoryStore:
 
     # ---- notifications --------------------------------------------------------------------
     def notify(self, channel: str, payload: str = "") -> None:
-        with self._lock:
-            listeners = list(self._listeners.values())
-        for listener in listeners:
-            listener(channel, payload)
+        self._listeners.deliver(channel, payload)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        with self._lock:
-            token = self._next_listener
-            self._next_listener += 1
-            self._listeners[token] = listener
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners.pop(token, None)
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def close(self) -> None:
         with self._lock:
             self._records.clear()
             self._logs.clear()
-            self._listeners.clear()
+        self._listeners.clear()

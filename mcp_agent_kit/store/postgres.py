@@ -16,7 +16,8 @@ hint: receivers re-read the store). Schema: MIGRATIONS, applied on open under
 `pg_advisory_xact_lock`, so replicas starting together apply each step once.
 
 Rules: psycopg only here, only when opened; psycopg errors never leave this module (StoreError);
-listeners are called on the LISTEN thread, outside every lock.
+listeners are called on the LISTEN thread, outside every lock, through store.listeners (one that
+raises is logged and skipped).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcp_agent_kit.store import sql
 from mcp_agent_kit.store.base import Listener, Page, StoreError
+from mcp_agent_kit.store.listeners import Listeners
 from mcp_agent_kit.store.sql_records import SqlRecords, apply_migrations
 
 if TYPE_CHECKING:
@@ -114,8 +116,7 @@ class PostgresStore(SqlRecords):
         self._slots = threading.BoundedSemaphore(POOL_SIZE)
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._listeners: dict[int, Listener] = {}
-        self._next_listener = 0
+        self._listeners = Listeners()
         self._listening = threading.Event()
         self._listener_thread: threading.Thread | None = None
         if migrate:
@@ -234,19 +235,13 @@ class PostgresStore(SqlRecords):
         with self._lock:
             if self._closed.is_set():
                 raise StoreError(f"the store {self.url} is closed")
-            token = self._next_listener
-            self._next_listener += 1
-            self._listeners[token] = listener
+            unsubscribe = self._listeners.add(listener)
             if self._listener_thread is None:
                 self._listener_thread = threading.Thread(target=self._listen, daemon=True,
                                                          name="store-postgres-listen")
                 self._listener_thread.start()
         if not self._listening.wait(CONNECT_TIMEOUT_S):  # notifications sent from now on will arrive
             raise StoreError(f"{self.url}: could not LISTEN for notifications within {CONNECT_TIMEOUT_S} s")
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners.pop(token, None)
         return unsubscribe
 
     def _listen(self) -> None:
@@ -267,13 +262,7 @@ class PostgresStore(SqlRecords):
 
     def _deliver(self, message: str) -> None:
         channel, _, payload = message.partition("\n")
-        with self._lock:
-            listeners = list(self._listeners.values())
-        for listener in listeners:
-            try:
-                listener(channel, payload)
-            except Exception:  # one broken listener must not stop the others' wake-ups
-                continue
+        self._listeners.deliver(channel, payload)
 
     def close(self) -> None:
         self._closed.set()

@@ -13,7 +13,8 @@ first `subscribe` starts one thread that polls the table every POLL_S for rows o
 rows older than KEEP_S are pruned. Schema: MIGRATIONS, applied on open under `BEGIN IMMEDIATE`.
 
 Rules: standard library only; one connection per store, used under one lock; sqlite3 errors never
-leave this module (StoreError); listeners are called outside the lock.
+leave this module (StoreError); listeners are called outside the lock, through store.listeners (one
+that raises is logged and skipped).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from mcp_agent_kit.store import sql
 from mcp_agent_kit.store.base import Listener, Page, StoreError
+from mcp_agent_kit.store.listeners import Listeners
 from mcp_agent_kit.store.sql_records import SqlRecords, apply_migrations
 
 POLL_S = 0.05  # how often a subscribed store looks for other processes' notifications
@@ -82,8 +84,7 @@ class SqliteStore(SqlRecords):
             raise StoreError(f"cannot open {url}: {exc}") from None
         self._lock = threading.Lock()
         self._closed = False
-        self._listeners: dict[int, Listener] = {}
-        self._next_listener = 0
+        self._listeners = Listeners()
         self._mine: set[int] = set()  # notification ids this store wrote (its listeners heard them already)
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
@@ -184,17 +185,13 @@ class SqliteStore(SqlRecords):
             if now - self._last_prune > KEEP_S / 4:
                 self._last_prune = now
                 db.execute("DELETE FROM notifications WHERE at < ?", (now - KEEP_S,))
-            listeners = list(self._listeners.values())
-        for listener in listeners:
-            listener(channel, payload)
+        self._listeners.deliver(channel, payload)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store {self.url} is closed")
-            token = self._next_listener
-            self._next_listener += 1
-            self._listeners[token] = listener
+            unsubscribe = self._listeners.add(listener)
             start = self._poller is None
             if start:
                 try:
@@ -206,10 +203,6 @@ class SqliteStore(SqlRecords):
         if start:
             assert self._poller is not None
             self._poller.start()
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners.pop(token, None)
         return unsubscribe
 
     def _poll(self, cursor: int) -> None:
@@ -220,7 +213,6 @@ class SqliteStore(SqlRecords):
                                       (cursor,)).fetchall()
                     fresh = [(channel, payload) for id_, channel, payload in rows if id_ not in self._mine]
                     self._mine.difference_update(id_ for id_, _, _ in rows)
-                    listeners = list(self._listeners.values())
             except StoreError:
                 if self._closed:
                     return
@@ -228,11 +220,7 @@ class SqliteStore(SqlRecords):
             if rows:
                 cursor = int(rows[-1][0])
             for channel, payload in fresh:
-                for listener in listeners:
-                    try:
-                        listener(channel, payload)
-                    except Exception:  # one broken listener must not stop the others' wake-ups
-                        continue
+                self._listeners.deliver(channel, payload)
 
     def close(self) -> None:
         self._stop.set()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.gateway.agent_service import AgentService
-from mcp_agent_kit.gateway.agent_sessions import SessionStore
+from mcp_agent_kit.gateway.agent_store import AgentSessions, open_sessions, sessions_url
 from mcp_agent_kit.gateway.agents_config import parse_agents
 from mcp_agent_kit.gateway.merged import Gateway
 from mcp_agent_kit.transports.http import McpHTTPServer, make_server
@@ -33,13 +33,18 @@ def agent_url() -> Iterator[str]:
         yield url
 
 
+def sessions_at(path: str) -> AgentSessions:
+    """The sessions a gateway run keeps, as `gateway --sessions PATH` does (tests swap this for a shared store)."""
+    return open_sessions(sessions_url(path), sole=True)
+
+
 class GatewayRun:
     """A gateway on a free port with the given agents (and optionally one MCP backend)."""
 
     def __init__(self, config: dict[str, Any], store: str, agent_options: dict[str, Any] | None = None,
                  **options: Any) -> None:
         """agent_options: AgentService keywords (max_age, clock); options: make_server's (tokens, ...)."""
-        self.store = SessionStore(store)
+        self.store = sessions_at(store)
         servers = {"metrics": {"command": sys.executable, "args": [str(METRICS)], "env": {}, "cwd": None,
                                "allowLegacy": False, "timeout": 30.0, "maxInFlight": 4}} if config.get("mcp") else {}
         self.gateway = Gateway(servers, agents=AgentService(parse_agents(config), self.store, **(agent_options or {})))

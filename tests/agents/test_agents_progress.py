@@ -2,9 +2,9 @@
 through the gateway, and the bytes sent as MCP progress, pushed as `notifications/tasks` and written to the
 session store grow at most 5x (issue #25: they grew 17x, since every chunk re-sent and re-wrote the text so far).
 
-Both session stores are measured: the one-process sqlite SessionStore (the SQL parameters it writes) and
-SharedSessionStore over a memory Store (the bodies and events it is given). The turn's stream is then
-replayed from the store, from the start and from a sequence number, and gives back the reply.
+The sessions are measured on a sqlite and on a memory Store (the bodies and events they are given). The
+turn's stream is then replayed from the store, from the start and from a sequence number, and gives back
+the reply.
 """
 
 from __future__ import annotations
@@ -20,58 +20,48 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.gateway.agent_service import AgentService
-from mcp_agent_kit.gateway.agent_sessions import SessionStore
-from mcp_agent_kit.gateway.agent_store import SharedSessionStore
+from mcp_agent_kit.gateway.agent_store import AgentSessions
 from mcp_agent_kit.gateway.agent_turns import LINE_MAX
 from mcp_agent_kit.gateway.agents_config import parse_agents
 from mcp_agent_kit.gateway.merged import Gateway
 from mcp_agent_kit.store.base import Record
 from mcp_agent_kit.store.memory import MemoryStore
+from mcp_agent_kit.store.sqlite import SqliteStore
 from mcp_agent_kit.transports.http import make_server
 from tests.agents.test_agents_acp import AGENT, _config
 from tests.http.conftest import Running
 
 WORDS = 150
-WRITES = ("INSERT", "UPDATE")
 
 
 def _size(value: Any) -> int:
     return len(json.dumps(value).encode())
 
 
-class CountedSql:
-    """The sqlite connection of a SessionStore, counting the bytes of every INSERT and UPDATE's parameters."""
+class Counting:
+    """A Store (mixed in before its class) counting the bytes of every record body and event written to it."""
 
-    def __init__(self, db: Any) -> None:
-        self.db, self.written = db, 0
-
-    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
-        if sql.lstrip().upper().startswith(WRITES):
-            self.written += sum(len(str(a).encode()) for a in args if a is not None)
-        return self.db.execute(sql, args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.db, name)
-
-
-class CountedStore(MemoryStore):
-    """A memory Store counting the bytes of every record body and event written to it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = 0
+    written = 0
 
     def insert(self, record: Record, *, lease_s: float | None = None) -> bool:
         self.written += _size(record.body)
-        return super().insert(record, lease_s=lease_s)
+        return super().insert(record, lease_s=lease_s)  # type: ignore[misc]
 
     def update(self, record: Record, *, expect_version: int | None = None) -> Record | None:
         self.written += _size(record.body)
-        return super().update(record, expect_version=expect_version)
+        return super().update(record, expect_version=expect_version)  # type: ignore[misc]
 
     def append(self, channel: str, event: dict[str, Any]) -> int:
         self.written += _size(event)
-        return super().append(channel, event)
+        return super().append(channel, event)  # type: ignore[misc]
+
+
+class CountedStore(Counting, MemoryStore):
+    pass
+
+
+class CountedSqlite(Counting, SqliteStore):
+    pass
 
 
 @dataclass
@@ -88,14 +78,9 @@ class Run:
     """A gateway in front of the echo agent on the given session store, counting what it writes and sends."""
 
     def __init__(self, tmp_path: Path, kind: str) -> None:
-        self.counted: CountedSql | CountedStore
-        self.store: SessionStore | SharedSessionStore
-        if kind == "sqlite":
-            self.store = SessionStore(str(tmp_path / "sessions.sqlite"))
-            self.counted = self.store._db = CountedSql(self.store._db)  # type: ignore[assignment]
-        else:
-            self.counted = CountedStore()
-            self.store = SharedSessionStore(self.counted, b"s" * 32, "replica-1")
+        self.counted: Counting = CountedSqlite(f"sqlite:///{tmp_path / 'sessions.sqlite'}") if kind == "sqlite" \
+            else CountedStore()
+        self.store = AgentSessions(self.counted, b"s" * 32, "replica-1")  # type: ignore[arg-type]
         self.service = AgentService(parse_agents(_config(tmp_path, "all")), self.store)
         self.gateway = Gateway({}, agents=self.service)
         self.gateway.start(follow=False)
@@ -136,7 +121,7 @@ class Run:
         self.store.close()
 
 
-@pytest.fixture(params=["sqlite", "shared"])
+@pytest.fixture(params=["sqlite", "memory"])
 def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Run]:
     made = Run(tmp_path, request.param)
     yield made
@@ -176,7 +161,7 @@ def test_another_replica_shows_the_running_turn_from_its_stream() -> None:
     from mcp_agent_kit.gateway.agent_turns import WORKING_TEXT, LiveTurn
 
     store = MemoryStore()
-    here, there = (SharedSessionStore(store, b"s" * 32, name, own_store=False) for name in ("r1", "r2"))
+    here, there = (AgentSessions(store, b"s" * 32, name, own_store=False) for name in ("r1", "r2"))
     try:
         session, _ = here.create_session("alice", "dev/echo", lambda: "s1", None)
         row = here.add_turn(session["id"], "alice", "m1")

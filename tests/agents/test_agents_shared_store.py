@@ -1,8 +1,8 @@
-"""Agent sessions on a shared store (gateway --store URL): the same answers as the sqlite SessionStore, across replicas.
+"""Agent sessions on any store (gateway --store URL, --sessions FILE): the same answers everywhere, across replicas.
 
-The contract test runs one sequence of calls on the one-process SessionStore and on
-SharedSessionStore over memory, sqlite and PostgreSQL and compares every answer (ids and listing
-positions aside). The replica tests put two SharedSessionStores (two replica ids, one secret) on
+The contract test runs one sequence of calls on AgentSessions over memory, sqlite and PostgreSQL
+and compares every answer (ids and listing positions aside) with a run on a fresh memory store.
+The replica tests put two AgentSessions (two replica ids, one secret) on
 one store: idempotent creation, turn numbering, lapsed turn leases; and two real gateways in front
 of the a2a-sdk fixture agent, one session driven through both with the official mcp client.
 """
@@ -21,8 +21,7 @@ import pytest
 
 import tests.agents.conftest as agents_conftest
 from mcp_agent_kit.__main__ import main as kit
-from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
-from mcp_agent_kit.gateway.agent_store import LAPSED, SharedSessionStore
+from mcp_agent_kit.gateway.agent_store import LAPSED, AgentSessions, StoreFull, open_sessions
 from mcp_agent_kit.store import open_store
 from mcp_agent_kit.store.memory import MemoryStore
 from tests.agents.conftest import GatewayRun
@@ -103,9 +102,13 @@ def exercise(store: Any) -> list[Any]:
     return out
 
 
-def test_the_shared_store_answers_as_the_sqlite_one(store_url: str) -> None:
-    expected = exercise(SessionStore())
-    shared = SharedSessionStore(open_store(store_url), SECRET, "replica-1")
+def test_every_store_answers_alike(store_url: str) -> None:
+    alone = open_sessions()
+    try:
+        expected = exercise(alone)
+    finally:
+        alone.close()
+    shared = AgentSessions(open_store(store_url), SECRET, "replica-1")
     try:
         assert exercise(shared) == expected
         assert shared.secret == SECRET
@@ -115,7 +118,7 @@ def test_the_shared_store_answers_as_the_sqlite_one(store_url: str) -> None:
 
 def test_retention_sweeps_unused_sessions_and_their_keys_and_checkpoints_keep_snapshots() -> None:
     store = MemoryStore()
-    shared = SharedSessionStore(store, SECRET, "r1", own_store=False)
+    shared = AgentSessions(store, SECRET, "r1", own_store=False)
     try:
         idle, _ = shared.create_session("alice", "a/b", lambda: "idle", "k-idle")
         busy, _ = shared.create_session("alice", "a/b", lambda: "busy", None)
@@ -137,8 +140,8 @@ def test_retention_sweeps_unused_sessions_and_their_keys_and_checkpoints_keep_sn
 
 def test_limits_hold_across_replicas() -> None:
     store = MemoryStore()
-    one = SharedSessionStore(store, SECRET, "r1", max_sessions=2, max_turns=2, own_store=False)
-    two = SharedSessionStore(store, SECRET, "r2", max_sessions=2, max_turns=2, own_store=False)
+    one = AgentSessions(store, SECRET, "r1", max_sessions=2, max_turns=2, own_store=False)
+    two = AgentSessions(store, SECRET, "r2", max_sessions=2, max_turns=2, own_store=False)
     try:
         session, _ = one.create_session("alice", "a/b", lambda: "s1", None)
         two.create_session("alice", "a/b", lambda: "s2", None)
@@ -147,7 +150,7 @@ def test_limits_hold_across_replicas() -> None:
         seqs: list[int] = []
         errors: list[str] = []
 
-        def add(store: SharedSessionStore, n: int) -> None:
+        def add(store: AgentSessions, n: int) -> None:
             try:
                 seqs.append(store.add_turn(session["id"], "alice", f"m{n}")["seq"])
             except StoreFull as exc:
@@ -165,8 +168,8 @@ def test_limits_hold_across_replicas() -> None:
 
 def test_a_turn_whose_replica_died_is_failed_by_another() -> None:
     store = MemoryStore()
-    dead = SharedSessionStore(store, SECRET, "dead", lease_s=1.0, own_store=False)
-    alive = SharedSessionStore(store, SECRET, "alive", lease_s=1.0, own_store=False)
+    dead = AgentSessions(store, SECRET, "dead", lease_s=1.0, own_store=False)
+    alive = AgentSessions(store, SECRET, "alive", lease_s=1.0, own_store=False)
     try:
         session, _ = dead.create_session("alice", "a/b", lambda: "s1", None)
         running = alive.add_turn(session["id"], "alice", "kept")  # alive renews this one
@@ -203,8 +206,8 @@ def test_two_gateways_on_one_store_serve_one_session(agent_url: str, gateway_of:
                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     replicas = iter(("gateway-1", "gateway-2"))
-    monkeypatch.setattr(agents_conftest, "SessionStore",
-                        lambda path: SharedSessionStore(open_store(url), SECRET, next(replicas)))
+    monkeypatch.setattr(agents_conftest, "sessions_at",
+                        lambda path: AgentSessions(open_store(url), SECRET, next(replicas)))
     config = {"agents": {"kagent/my-first-agent": {"a2a": agent_url}}}
     one, two = gateway_of(config), gateway_of(config)
     started, retried, further, listed, forked = asyncio.run(asyncio.wait_for(_across(one.url, two.url), 60))

@@ -112,9 +112,10 @@ def test_cli_refuses_a_bad_agents_section_in_one_line(tmp_path: Path) -> None:
 
 
 def test_the_store_keeps_its_limits() -> None:
-    from mcp_agent_kit.gateway.agent_sessions import SessionStore, StoreFull
+    from mcp_agent_kit.gateway.agent_store import AgentSessions, StoreFull
+    from mcp_agent_kit.store.memory import MemoryStore
 
-    store = SessionStore(max_sessions=1, max_turns=1)
+    store = AgentSessions(MemoryStore(), None, "r1", max_sessions=1, max_turns=1)
     session, created = store.create_session("alice", "a/b", lambda: "s1", None)
     assert created
     with pytest.raises(StoreFull, match="sessions"):
