@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
-from mcp_agent_kit.core.context import Context, InputBroker, capability_declared, required_capability
+from mcp_agent_kit.core.context import CancelFlag, Context, InputBroker, capability_declared, required_capability
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.core.task_machinery import TaskMachinery
@@ -388,7 +388,7 @@ class TaskRun:
         self.arguments = arguments
         self.policy = policy
         self.task: TaskRecord | None = None
-        self.cancel = threading.Event()
+        self.cancel: threading.Event = CancelFlag()  # listenable: Context.add_listener('cancelled', fn)
         from concurrent.futures import Future  # lazily: it imports logging, which a server start avoids
 
         self.first: Future[dict[str, Any]] = Future()
