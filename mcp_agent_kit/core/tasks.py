@@ -194,11 +194,8 @@ class TasksExtension(TaskMachinery):
         """Keep the tasks in the keeper's store too, so every replica can read and steer them."""
         from mcp_agent_kit.core.task_mirror import TaskMirror  # lazily: only replicas need it
 
-        mirror = TaskMirror(keeper, KIND, principal_key)
-        mirror.on_answers = self.answer
-        mirror.on_cancel = self._cancel_here
-        mirror.watching = self._watched
-        mirror.on_remote = self._pushed_remote
+        mirror = TaskMirror(keeper, KIND, principal_key, on_answers=self.answer, on_cancel=self._cancel_here,
+                            watching=self._watched, on_remote=self._pushed_remote)
         self.table.attach(mirror)
 
     def _cancel_here(self, task: TaskRecord) -> None:

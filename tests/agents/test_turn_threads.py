@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 from mcp_agent_kit.acp import events as ev
@@ -77,3 +78,18 @@ def test_paused_turns_hold_no_thread_of_their_own(tmp_path: Path) -> None:
         assert not engine.busy
         until(lambda: clock.pending == 0, "the ended turns' timers to be dropped")
         until(lambda: clock.name not in {t.name for t in threading.enumerate()}, "the idle clock's thread to end")
+
+
+def test_the_clock_runs_entries_in_time_order_and_skips_dropped_ones() -> None:
+    clock = Clock(name="turns-clock-order")
+    ran: list[str] = []
+    done = threading.Event()
+    start = time.monotonic()
+    clock.at(start + 0.2, lambda: ran.append("late"))
+    drop = clock.at(start + 0.1, lambda: ran.append("dropped"))
+    clock.at(start + 0.05, lambda: ran.append("early"))
+    clock.at(start + 0.3, done.set)
+    drop()
+    assert done.wait(10)
+    assert ran == ["early", "late"]
+    until(lambda: clock.name not in {t.name for t in threading.enumerate()}, "the idle clock's thread to end")
