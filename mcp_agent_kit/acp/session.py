@@ -2,7 +2,9 @@
 
 `Session.prompt(text)` sends `session/prompt` and yields typed events as the agent streams them;
 the turn ends when the agent answers, and `session.result` then holds a `TurnResult` (stop
-reason, text, tool calls, permission answers, files written). Events that arrive between turns
+reason, text, tool calls, permission answers, files written). `Session.send(text, ...)` starts the
+same turn with no thread to run it: its events and its end arrive on callbacks (SentPrompt), and
+the caller keeps its deadline (turns.engine does, on one shared timer). Events that arrive between turns
 are kept in `background`, those replayed by `session/load` in `replayed`. A turn is bounded: past
 its deadline, or on `cancel()`, the session answers pending permission questions `cancelled`,
 sends `session/cancel`, and if the agent has not answered within the grace period its process is
@@ -79,7 +81,9 @@ class TurnResult:
 class _OpenTurn:
     """The bookkeeping of the running turn; `cond` wakes its reader on an event, the answer or a cancel."""
 
-    def __init__(self) -> None:
+    def __init__(self, listener: Callable[[ev.Event], None] | None = None,
+                 cancel_listeners: Sequence[Callable[[], None]] = ()) -> None:
+        self.listener = listener  # set for a prompt started with Session.send: events go to it, not the queue
         self.events: deque[ev.Event] = deque()
         self.cond = threading.Condition()
         self.text: list[str] = []
@@ -88,7 +92,7 @@ class _OpenTurn:
         self.permissions: list[dict[str, Any]] = []
         self.files_written: list[str] = []
         self.cancelled = threading.Event()
-        self.cancel_listeners: list[Callable[[], None]] = []
+        self.cancel_listeners: list[Callable[[], None]] = list(cancel_listeners)
         self.cancel_sent_at: float | None = None
         self.answered = False  # the session/prompt answer is in (or the connection failed it)
         self.timed_out = False
@@ -149,6 +153,9 @@ class Session:
         turn = self._turn
         if turn is not None:
             self._track_turn(turn, event)
+            if turn.listener is not None:  # a sent prompt: straight on, on the thread that delivers it
+                turn.listener(event)
+                return
             with turn.cond:
                 turn.events.append(event)
                 turn.cond.notify_all()
@@ -260,6 +267,35 @@ class Session:
                 on_event(event)
         assert self.result is not None
         return self.result
+
+    def send(self, content: str | Sequence[dict[str, Any]], *, on_event: Callable[[ev.Event], None],
+             on_end: Callable[[SentPrompt], None], on_cancel: Callable[[], None] | None = None) -> SentPrompt:
+        """Start one turn that no thread runs: `session/prompt` is sent and this returns at once.
+
+        Each event goes to `on_event` on the thread that delivers it (the connection's reader for the
+        agent's updates, in the order it sent them; a request's handler thread for what a request records),
+        `on_cancel()` once when the turn is cancelled, and `on_end(prompt)` once when the answer is in (or
+        the connection failed it), on the thread that settles it; `prompt.outcome()` then holds the
+        TurnResult or raises as `prompt()` would. The caller keeps the turn's time: `expire()` at its
+        deadline, `stop()` once the cancel grace has passed. Raises AcpError when the session is busy.
+        """
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        with self._lock:
+            if self._turn is not None:
+                raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
+            self.agent.ensure_running(self)
+            self.agent.check_prompt(blocks)
+            turn = self._turn = _OpenTurn(on_event, [on_cancel] if on_cancel is not None else [])
+        self.result = None
+        sent = SentPrompt(self, turn, on_end)
+        try:
+            sent.pending = self.agent.connection.send_request(wire.SESSION_PROMPT,
+                                                              {"sessionId": self.id, "prompt": blocks})
+        except BaseException:
+            self._turn = None
+            raise
+        sent.pending.add_done_callback(sent.answered)
+        return sent
 
     def _next(self, turn: _OpenTurn, deadline: float, events: bool = True) -> ev.Event | None:
         """The next event (None: the turn was answered, or a deadline passed and was acted on)."""
@@ -380,6 +416,71 @@ class Session:
                 self.agent.call(wire.SESSION_CLOSE, {"sessionId": self.id})
         finally:
             self.agent.forget(self)
+
+
+class SentPrompt:
+    """A turn started with Session.send: its answer arrives on a callback, its time is kept by the caller."""
+
+    def __init__(self, session: Session, turn: _OpenTurn, on_end: Callable[[SentPrompt], None]) -> None:
+        self.session, self._turn, self._on_end = session, turn, on_end
+        self.pending: Any = None
+        self._result: TurnResult | None = None
+        self._error: Exception | None = None
+
+    @property
+    def open(self) -> bool:
+        """Whether the answer is still to come."""
+        return not self._turn.answered
+
+    @property
+    def cancel_grace(self) -> float:
+        return self.session.agent.timeouts.cancel_grace
+
+    def answered(self) -> None:
+        """The prompt's done callback: fold the answer and tell `on_end` (once)."""
+        turn = self._turn
+        with turn.cond:
+            if turn.answered:
+                return
+            turn.answered = True
+        if self.session._turn is turn:
+            self.session._turn = None
+        try:
+            self._result = self.session.result = self.session._finish(turn, self.pending)
+        except Exception as exc:  # AgentCrashed, TurnTimeout, AcpError, or an answer we cannot fold
+            self._error = exc
+        self._on_end(self)
+
+    def outcome(self) -> TurnResult:
+        """The TurnResult once answered; raises what `Session.prompt` would have raised."""
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise AcpError(f"session {self.session.id}: the turn has not ended yet")
+        return self._result
+
+    def cancel(self) -> None:
+        """`session/cancel` of this turn (nothing once it has ended)."""
+        if self.session._turn is self._turn:
+            self.session.cancel()
+
+    def expire(self) -> None:
+        """The turn's deadline has passed: cancel it, and its end says it timed out (unless cancelled already)."""
+        turn = self._turn
+        with turn.cond:
+            if turn.answered or turn.cancel_sent_at is not None:
+                return
+            turn.timed_out = True
+        self.cancel()
+
+    def stop(self) -> None:
+        """The cancel grace has passed without an answer: stop the agent's process (the end follows). Blocks."""
+        turn = self._turn
+        with turn.cond:
+            if turn.answered or turn.stopped:
+                return
+            turn.stopped = True
+        self.session.agent.stop_process(f"it did not answer session/cancel within {self.cancel_grace:g} s")
 
 
 def merge_tool_call(calls: dict[str, dict[str, Any]], started: set[str], event: ev.ToolCall) -> None:

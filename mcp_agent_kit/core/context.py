@@ -21,13 +21,15 @@ if TYPE_CHECKING:
     from mcp_agent_kit.core.elicit_types import Elicited
 
 Notify = Callable[[dict[str, Any]], None]
+LISTENER_KINDS = ("cancelled",)  # what Context.add_listener can be told of
 T = TypeVar("T")
 
 
 class CancelFlag(threading.Event):
-    """A threading.Event that allocates its lock only when someone waits on it.
+    """A threading.Event that allocates its lock only when someone waits on it, and calls the listeners added
+    with `add_listener` once it is set.
 
-    One is made per request on the hot path; most are never waited on.
+    One is made per request on the hot path; most are never waited on nor listened to.
     """
 
     _create = threading.Lock()
@@ -35,16 +37,21 @@ class CancelFlag(threading.Event):
     def __init__(self) -> None:  # deliberately not Event.__init__: no Condition until needed
         self._is_set = False
         self._waiters: threading.Condition | None = None
+        self._listeners: list[Callable[[], None]] | None = None
 
     def is_set(self) -> bool:
         return self._is_set
 
     def set(self) -> None:
-        self._is_set = True
+        with CancelFlag._create:
+            self._is_set = True
+            listeners, self._listeners = self._listeners, None
         waiters = self._waiters
         if waiters is not None:
             with waiters:
                 waiters.notify_all()
+        for listener in listeners or ():
+            listener()
 
     def clear(self) -> None:
         self._is_set = False
@@ -58,6 +65,40 @@ class CancelFlag(threading.Event):
         waiters = self._waiters
         with waiters:
             return waiters.wait_for(lambda: self._is_set, timeout)
+
+    def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` once when set (at once if it already is); returns the function that removes it."""
+        with CancelFlag._create:
+            fire = self._is_set
+            if not fire:
+                self._listeners = [*(self._listeners or ()), listener]
+        if fire:
+            listener()
+
+        def remove() -> None:
+            with CancelFlag._create:
+                if self._listeners and listener in self._listeners:
+                    self._listeners = [item for item in self._listeners if item is not listener]
+
+        return remove
+
+
+def cancel_listener(event: threading.Event, listener: Callable[[], None]) -> Callable[[], None]:
+    """`event.add_listener(listener)` for the kit's cancel signals (CancelFlag, a2a's CancelSignal); an Event
+    made elsewhere has no listeners, so one helper thread waits on it for this listener (until it is set)."""
+    add = getattr(event, "add_listener", None)
+    if callable(add):
+        remove: Callable[[], None] = add(listener)
+        return remove
+    removed = threading.Event()
+
+    def watch() -> None:
+        event.wait()
+        if not removed.is_set():
+            listener()
+
+    threading.Thread(target=watch, name="cancel-listener", daemon=True).start()
+    return removed.set
 
 
 class InputRequired(Exception):
@@ -205,6 +246,13 @@ class Context:
     @property
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
+
+    def add_listener(self, kind: str, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` once on `kind` ("cancelled": the request was cancelled; at once if it is already)
+        from the thread that cancels it; returns the function that removes it again."""
+        if kind not in LISTENER_KINDS:
+            raise ValueError(f"unknown listener kind {kind!r}; use one of: {', '.join(LISTENER_KINDS)}")
+        return cancel_listener(self.cancel_event, listener)
 
     def close_stream(self) -> bool:
         """Close this request's SSE connection now and keep working (2025-11-25 SSE polling).

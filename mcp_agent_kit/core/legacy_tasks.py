@@ -171,8 +171,7 @@ class LegacyTasksExtension(TaskMachinery):
         the session reaches can get, list, cancel and take the result of them."""
         from mcp_agent_kit.core.task_mirror import TaskMirror  # lazily: only replicas need it
 
-        mirror = TaskMirror(keeper, KIND, lambda conn: conn.key, CODEC)
-        mirror.on_cancel = lambda task: task.cancel.set()
+        mirror = TaskMirror(keeper, KIND, lambda conn: conn.key, CODEC, on_cancel=lambda task: task.cancel.set())
         self.table.attach(mirror)
 
     def tasks_of(self, conn: Connection) -> list[TaskRecord]:

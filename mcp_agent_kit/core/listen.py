@@ -44,7 +44,8 @@ LIST_FLAGS: dict[str, tuple[frozenset[str], str, str]] = {
 class Subscription:
     """One open listen request."""
 
-    def __init__(self, id_: Any, principal: str | None) -> None:
+    def __init__(self, id_: Any, principal: str | None, on_overflow: Callable[[], None] | None = None) -> None:
+        """on_overflow: called once the subscriber fell MAX_QUEUED behind (the transport aborts its stream)."""
         import queue
 
         self.id = id_
@@ -54,7 +55,7 @@ class Subscription:
         self.task_ids: set[str] = set()
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue(MAX_QUEUED)
         self.overflowed = threading.Event()  # fell MAX_QUEUED behind: the listen ends
-        self.on_overflow: Callable[[], None] | None = None
+        self.on_overflow = on_overflow
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Queue one notification; never blocks. A full queue drops the subscriber."""
@@ -127,13 +128,12 @@ class ListenExtension:
         wanted = call.params.get("notifications")
         if not isinstance(wanted, dict):
             raise RpcError.invalid_params('subscriptions/listen needs a "notifications" object')
-        sub = Subscription(call.id, call.conn.principal)
+        out = call.out
+        sub = Subscription(call.id, call.conn.principal, on_overflow=getattr(out, "abort", None))
         ack = _honoured(call, wanted, sub, self.extras)
         closing = self.closing
         self.add(sub)
-        out = call.out
         heartbeat = getattr(out, "heartbeat", None)
-        sub.on_overflow = getattr(out, "abort", None)
         cancel = call.cancel or threading.Event()
         try:
             sub.send("notifications/subscriptions/acknowledged", {"notifications": ack})

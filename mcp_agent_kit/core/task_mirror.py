@@ -102,17 +102,20 @@ class TaskMirror:
     """One table's tasks in the store, as records of `kind` (key = task id, owner = owner_key(owner))."""
 
     def __init__(self, keeper: Keeper, kind: str, owner_key: Callable[[Any], str | None],
-                 codec: Codec = PLAIN) -> None:
+                 codec: Codec = PLAIN, *, on_answers: Callable[[TaskRecord, dict[str, Any]], None] | None = None,
+                 on_cancel: Callable[[TaskRecord], None] | None = None,
+                 watching: Callable[[str], bool] | None = None,
+                 on_remote: Callable[[TaskRecord], None] | None = None) -> None:
+        """on_answers / on_cancel: apply an answer or a cancel another replica received for a task running here;
+        watching(key): is a remote task's change wanted here, and on_remote(task) where it goes."""
         self.keeper = keeper
         self.store = keeper.store
         self.kind = kind
         self.owner_key = owner_key
         self.encode_error, self.decode_error = codec
         self.table: Any = None  # the TaskTable, set by TaskTable.attach
-        self.on_answers: Callable[[TaskRecord, dict[str, Any]], None] | None = None
-        self.on_cancel: Callable[[TaskRecord], None] | None = None
-        self.watching: Callable[[str], bool] = lambda key: False  # is a remote task's change wanted here?
-        self.on_remote: Callable[[TaskRecord], None] | None = None  # ... and where it goes
+        self.on_answers, self.on_cancel, self.on_remote = on_answers, on_cancel, on_remote
+        self.watching: Callable[[str], bool] = watching or (lambda key: False)
         self._remote_changed: set[str] = set()
         self.held: dict[str, TaskRecord] = {}  # unfinished tasks this replica runs
         self._signalled: set[str] = set()

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -114,7 +115,7 @@ class TaskRecord:
         self.pending: dict[str, dict[str, Any]] = {}  # input requests awaiting tasks/update (2026-07-28)
         self.answers: dict[str, Any] = {}
         self.used_keys: set[str] = set()
-        self.cancel = threading.Event()
+        self.cancel: threading.Event = CancelFlag()  # listenable: Context.add_listener('cancelled', fn)
         self.notify: Callable[[dict[str, Any]], None] | None = None  # where 2025-11-25 announces changes
 
     @property

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
-from mcp_agent_kit.core.context import Context, InputBroker, capability_declared, required_capability
+from mcp_agent_kit.core.context import CancelFlag, Context, InputBroker, capability_declared, required_capability
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.core.task_machinery import TaskMachinery
@@ -194,11 +194,8 @@ class TasksExtension(TaskMachinery):
         """Keep the tasks in the keeper's store too, so every replica can read and steer them."""
         from mcp_agent_kit.core.task_mirror import TaskMirror  # lazily: only replicas need it
 
-        mirror = TaskMirror(keeper, KIND, principal_key)
-        mirror.on_answers = self.answer
-        mirror.on_cancel = self._cancel_here
-        mirror.watching = self._watched
-        mirror.on_remote = self._pushed_remote
+        mirror = TaskMirror(keeper, KIND, principal_key, on_answers=self.answer, on_cancel=self._cancel_here,
+                            watching=self._watched, on_remote=self._pushed_remote)
         self.table.attach(mirror)
 
     def _cancel_here(self, task: TaskRecord) -> None:
@@ -388,7 +385,7 @@ class TaskRun:
         self.arguments = arguments
         self.policy = policy
         self.task: TaskRecord | None = None
-        self.cancel = threading.Event()
+        self.cancel: threading.Event = CancelFlag()  # listenable: Context.add_listener('cancelled', fn)
         from concurrent.futures import Future  # lazily: it imports logging, which a server start avoids
 
         self.first: Future[dict[str, Any]] = Future()

@@ -22,6 +22,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.acp import events as ev
@@ -31,11 +32,11 @@ from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
 from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.agents_config import AgentSpec
+from mcp_agent_kit.turns.clock import CLOCK
 from mcp_agent_kit.turns.engine import Turn, TurnEnd, TurnEngine, asked
 from mcp_agent_kit.wire import acp as wire
 
 log = logging.getLogger("mcp_agent_kit.gateway")
-IDLE_CHECK_S = 1.0
 # ACP stopReason -> the turn's A2A state (anything else the agent ends with is a completed turn)
 STOP_STATES = {wire.CANCELLED: ab.CANCELED, wire.REFUSAL: ab.REJECTED}
 
@@ -76,8 +77,8 @@ class AcpBackend:
         self.engine = TurnEngine(spec.approve, spec.timeout)
         self.last_used = time.monotonic()
         self._lock = threading.Lock()
-        self._closed = threading.Event()
-        threading.Thread(target=self._idle_watch, name=f"acp-idle-{spec.ref}", daemon=True).start()
+        self._closed = False
+        self._idle_timer: Callable[[], None] | None = None  # drops the pending idle check (None: none pending)
 
     # ---- the process ---------------------------------------------------------------------------
     def _command_found(self) -> bool:
@@ -89,6 +90,7 @@ class AcpBackend:
         with self._lock:
             self.last_used = time.monotonic()
             if self.agent is not None:
+                self._arm_idle()
                 return self.agent
             try:
                 agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
@@ -104,6 +106,7 @@ class AcpBackend:
                 self.error = f"agent {self.spec.ref} could not be started: {exc}"
                 raise AcpError(self.error) from None
             self.agent, self.error = agent, None
+            self._arm_idle()
             return agent
 
     def _check_servers(self, agent: AcpAgent) -> None:
@@ -114,14 +117,26 @@ class AcpBackend:
                 raise AcpError(f"acp mcpServers entry {server['name']!r} is {kind}, but the agent does not advertise "
                                f"mcpCapabilities.{kind}; remove the entry or give a stdio server instead")
 
-    def _idle_watch(self) -> None:
-        while not self._closed.wait(IDLE_CHECK_S):
-            with self._lock:
-                agent = self.agent
-                idle = not self.engine.busy and time.monotonic() - self.last_used > self.spec.idle
-            if agent is not None and idle and agent.running:
-                log.info("agent %s idle for %gs: stopping its process", self.spec.ref, self.spec.idle)
-                agent.close()  # the next turn respawns it and loads the session
+    def _arm_idle(self) -> None:
+        """(Under the lock) check for idleness when the last use is `idle` seconds old, on the turns' one clock;
+        a use meanwhile moves the check on, a turn's end arms it again. No thread waits for it."""
+        if self._idle_timer is None and not self._closed and self.agent is not None:
+            self._idle_timer = CLOCK.at(self.last_used + self.spec.idle, self._idle_check)
+
+    def _idle_check(self) -> None:
+        with self._lock:
+            self._idle_timer = None
+            agent = self.agent
+            due = time.monotonic() >= self.last_used + self.spec.idle
+            if self.engine.busy or agent is None:  # the turn's end arms it again
+                return
+            if not due:
+                self._arm_idle()
+                return
+        if agent.running:
+            log.info("agent %s idle for %gs: stopping its process", self.spec.ref, self.spec.idle)
+            # the next turn respawns it and loads the session; stopping blocks: not on the shared clock
+            threading.Thread(target=agent.close, name=f"acp-idle-{self.spec.ref}", daemon=True).start()
 
     def refresh(self) -> None:
         return None  # spawned lazily: readiness is whether the command can be started
@@ -178,6 +193,7 @@ class AcpBackend:
             if self.turns.get(gateway_id) is not None and self.turns[gateway_id].state == "ended":
                 del self.turns[gateway_id]
             self.last_used = time.monotonic()
+            self._arm_idle()
         if end.stop_reason is not None:
             said = ab.TurnEnd(STOP_STATES.get(end.stop_reason, ab.COMPLETED), end.text)
         elif end.crashed:
@@ -227,9 +243,12 @@ class AcpBackend:
         return forked.id
 
     def close(self) -> None:
-        self._closed.set()
         with self._lock:
+            self._closed = True
+            drop, self._idle_timer = self._idle_timer, None
             agent, self.agent = self.agent, None
+        if drop is not None:
+            drop()
         if agent is not None:
             agent.close()
 

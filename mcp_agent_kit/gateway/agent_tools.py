@@ -152,7 +152,8 @@ class AgentTools:
         while True:
             end = live.end
             if live.status == "working":
-                end, told = live.wait(spec.timeout, progress, lambda: ctx.cancelled, told)
+                end, told = live.wait(spec.timeout, progress, lambda: ctx.cancelled, told,
+                                      on_stop=lambda wake: ctx.add_listener("cancelled", wake))
             else:  # it paused (or ended) before this call got here: what it said first is told first
                 _, told = live.wait(0.0, progress, lambda: True, told)
             row = service.store.turn(live.id, ctx.principal)

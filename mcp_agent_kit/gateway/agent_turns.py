@@ -201,31 +201,48 @@ class LiveTurn:
             if len(events) < EVENTS_PAGE:
                 return
 
-    def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool],
-             after: int = 0) -> tuple[ab.TurnEnd | None, int]:
-        """Block until this run ends (or pauses): (its end or None, the last event told). progress() gets each
-        event after `after` in order — a piece of the reply, or a status line ("" as WORKING_TEXT) — replayed
-        from the turn's log, on the waiting thread and outside the lock."""
+    def wait(self, timeout: float, progress: Callable[[str], None], stop: Callable[[], bool], after: int = 0,
+             on_stop: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
+             ) -> tuple[ab.TurnEnd | None, int]:
+        """Block until this run ends (or pauses), `stop()` is true or `timeout` passes: (its end or None, the last
+        event told). progress() gets each event after `after` in order — a piece of the reply, or a status line
+        ("" as WORKING_TEXT) — replayed from the turn's log, on the waiting thread and outside the lock.
+        `on_stop(wake)` registers `wake` to be called once stop() turns true (a request's cancel listener) and
+        returns its remover; the wait is woken by events, the end, that, or the deadline, and never polls."""
         import time
 
         deadline = time.monotonic() + timeout
         told = after
-        while True:
+
+        def wake() -> None:
             with self.cond:
-                if self.seq <= told and self.end is None:
-                    self.cond.wait(min(0.25, max(0.0, deadline - time.monotonic())))
-                end, seq = self.end, self.seq
-            while told < seq:
-                events = self.store.turn_events(self.id, told, EVENTS_PAGE)
-                for number, event in events:
-                    told = number
-                    said = event.get("text", event.get("status"))
-                    if isinstance(said, str):
-                        progress(said or WORKING_TEXT)
-                if not events:  # the store dropped them (it is closing): nothing more to tell
-                    told = seq
-            if end is not None or time.monotonic() >= deadline or stop():
-                return end, told
+                self.cond.notify_all()
+
+        remove = on_stop(wake) if on_stop is not None else None
+        try:
+            while True:
+                seen = told
+
+                def woken() -> bool:
+                    return self.seq > seen or self.end is not None or stop()  # noqa: B023 (read at once, in the loop)
+
+                with self.cond:
+                    self.cond.wait_for(woken, max(0.0, deadline - time.monotonic()))
+                    end, seq = self.end, self.seq
+                while told < seq:
+                    events = self.store.turn_events(self.id, told, EVENTS_PAGE)
+                    for number, event in events:
+                        told = number
+                        said = event.get("text", event.get("status"))
+                        if isinstance(said, str):
+                            progress(said or WORKING_TEXT)
+                    if not events:  # the store dropped them (it is closing): nothing more to tell
+                        told = seq
+                if end is not None or time.monotonic() >= deadline or stop():
+                    return end, told
+        finally:
+            if remove is not None:
+                remove()
 
     @property
     def finished(self) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from mcp_agent_kit.core.context import CancelFlag
 from mcp_agent_kit.wire.jsonrpc import INTERNAL_ERROR, RpcError
 from mcp_agent_kit.wire.reply import encode_reply
 
@@ -48,7 +49,7 @@ class Exchange:
         self.handler = handler
         self.can_stream = can_stream
         self.extra_headers = extra_headers or {}
-        self.cancel = threading.Event()
+        self.cancel: threading.Event = CancelFlag()  # listenable: Context.add_listener('cancelled', fn)
         self.streaming = False
         self.broken = False
         self.sent = False

@@ -6,12 +6,27 @@ A TurnEngine is the permission policy of one AcpAgent (given as `policy=` when i
 sink, in the order the agent sent them: each `session/update` (`update`), a permission request the
 `approve` setting does not answer itself (`paused`), and exactly one `ended`. A pause is a state, not
 an end: the prompt stays open, the turn keeps whatever slot its surface gave it, and the agent's request
-thread waits on an Event bounded by the turn's deadline until `turn.answer(option)` hands it the choice;
-a cancel of the turn (or its deadline) wakes it too, answered cancelled. The question travels through the
+waits on an Event bounded by the turn's deadline until `turn.answer(option)` hands it the choice; a
+cancel of the turn (or its deadline) wakes it too, answered cancelled. The question travels through the
 session's own event stream (ev.PermissionAsked), so the sink hears it after every update the agent sent
-before asking, and a question settled before it is told (cancelled meanwhile) is never told. The turn
-runs on one thread that waits on the session's condition (acp.session), never on a poll. Rules: speaks
-ACP through mcp_agent_kit.acp only; knows no surface (MCP, A2A), no store.
+before asking, and a question settled before it is told (cancelled meanwhile) is never told.
+
+A turn is driven by callbacks, never by a thread of its own (acp.session's `Session.send`):
+  - start: one short-lived thread opens the session (that may spawn the agent and wait for its answers,
+    and start() may be called on the connection's reader thread) and sends `session/prompt`; it ends then.
+  - running: the agent's updates reach the sink on the connection's reader thread, in the order it sent
+    them; what a request records (a permission decision, a file written) on that request's handler thread.
+    Sink calls are serialised per turn (one at a time) and none follows `ended`.
+  - paused: the agent's `session/request_permission` occupies one of the connection's request-handler
+    threads (the connection answers requests from handler threads), waiting on an Event that the answer,
+    a cancel or the deadline sets; the turn itself holds no thread.
+  - the deadline, and the cancel grace after a cancel, are entries on the one shared clock thread
+    (turns.clock); only an agent that ignores `session/cancel` past the grace gets a short-lived thread that
+    stops its process.
+  - ended: reported on the thread that settles the prompt (the reader, on the agent's answer; whoever
+    closed the connection otherwise).
+So per turn: no thread while it runs or is paused; per pause: one connection handler thread (the agent's
+request). Rules: speaks ACP through mcp_agent_kit.acp only; knows no surface (MCP, A2A), no store.
 """
 
 from __future__ import annotations
@@ -27,7 +42,8 @@ from typing import Protocol
 from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
 from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.session import Session
+from mcp_agent_kit.acp.session import SentPrompt, Session
+from mcp_agent_kit.turns.clock import CLOCK, Clock
 
 log = logging.getLogger("mcp_agent_kit.turns")
 RUNNING, PAUSED, ENDED = "running", "paused", "ended"
@@ -44,7 +60,7 @@ class TurnEnd:
 
 
 class TurnSink(Protocol):
-    """Where a turn reports, always from the turn's own thread, one call at a time."""
+    """Where a turn reports, one call at a time, from the thread that delivered it (see the module docstring)."""
 
     def update(self, event: ev.Event) -> None:
         """One `session/update` of the turn (and the session's own records: permission decisions, files)."""
@@ -73,11 +89,15 @@ class Turn:
         self._deadline = time.monotonic() + timeout
         self._lock = threading.Lock()
         self._asking = threading.Lock()  # one question at a time: a second waits for the first to be settled
+        self._saying = threading.RLock()  # one sink call at a time (reentrant: a sink may cancel the turn)
         self._state = RUNNING
         self._question: PermissionRequest | None = None
         self._answered = threading.Event()
         self._choice: PermissionOption | None = None
         self._cancelled = False
+        self._sent: SentPrompt | None = None
+        self._timers: list[Callable[[], None]] = []  # the clock entries to drop at the end
+        self._told_end = False
 
     @property
     def state(self) -> str:
@@ -89,9 +109,10 @@ class Turn:
         return self._question
 
     def start(self) -> Turn:
-        """Run the prompt on a thread of its own (opening the session there: it may start the agent)."""
+        """Open the session and send the prompt on a short-lived thread (opening may start the agent and wait on
+        its answers; the caller may be the connection's reader); everything after arrives on callbacks."""
         self._deadline = time.monotonic() + self.timeout
-        threading.Thread(target=self._run, name="acp-turn", daemon=True).start()
+        threading.Thread(target=self._begin, name="acp-turn-start", daemon=True).start()
         return self
 
     def answer(self, option: PermissionOption | None) -> bool:
@@ -106,13 +127,15 @@ class Turn:
     def cancel(self) -> None:
         """`session/cancel`; a pending question is answered cancelled. The turn still ends once, as the agent says."""
         with self._lock:
+            if self._state == ENDED:
+                return
             self._cancelled = True
-            session, self._choice = self.session, None
+            sent, self._choice = self._sent, None
             if self._state == PAUSED:
                 self._state = RUNNING
             self._answered.set()
-        if session is not None:
-            session.cancel()
+        if sent is not None:
+            sent.cancel()
 
     # ---- the agent's side: its permission request, on the connection's handler thread ----------------
     def ask(self, request: PermissionRequest) -> PermissionOption | None:
@@ -126,8 +149,8 @@ class Turn:
                 self._question, self._choice, self._state = request, None, PAUSED
             remove = session.on_cancel(answered.set)
             try:
-                # through the session's own stream, not straight to the sink: every update the agent sent
-                # before asking is queued there, and must reach the sink before the question does
+                # through the session's own stream, not straight to the sink: it serialises the question
+                # with the updates, every one the agent sent before asking reaching the sink first
                 session.deliver(ev.PermissionAsked(request.session_id, "permission_asked", request.raw, request))
                 answered.wait(max(0.0, self._deadline - time.monotonic()))
             finally:
@@ -139,41 +162,84 @@ class Turn:
                         self._state = RUNNING
             return choice
 
-    # ---- the turn's thread ---------------------------------------------------------------------------
-    def _run(self) -> None:
-        end: TurnEnd
+    # ---- the start (its own short-lived thread) and the callbacks --------------------------------------
+    def _begin(self) -> None:
         try:
             session = self._open()
             with self._lock:
                 self.session = session
                 cancelled = self._cancelled
             if cancelled:
-                end = TurnEnd(None, "", "the turn was cancelled before it started")
-            else:
-                result = session.run(self._content, timeout=max(0.0, self._deadline - time.monotonic()),
-                                     on_event=self._event)
-                end = TurnEnd(result.stop_reason, result.text)
-        except AgentCrashed as exc:
-            end = TurnEnd(None, "", str(exc), crashed=True)
-        except AcpError as exc:
-            end = TurnEnd(None, "", str(exc))
-        except Exception as exc:  # an agent that sends something we cannot fold: the turn fails, we go on
-            log.warning("an ACP turn failed: %r", exc)
-            end = TurnEnd(None, "", str(exc) or type(exc).__name__)
+                self._end(TurnEnd(None, "", "the turn was cancelled before it started"))
+                return
+            sent = session.send(self._content, on_event=self._event, on_end=self._answer_in,
+                                on_cancel=self._cancel_sent)
+        except Exception as exc:
+            self._end(_failed(exc))
+            return
+        with self._lock:
+            self._sent = sent
+            cancelled, ended = self._cancelled, self._state == ENDED
+            if not ended:
+                self._timers.append(self.engine.clock.at(self._deadline, sent.expire))
+        if cancelled and not ended:
+            sent.cancel()  # cancelled while the prompt was being sent
+
+    def _cancel_sent(self) -> None:
+        """`session/cancel` went out (a cancel or the deadline): an agent still silent after the grace is stopped."""
+        with self._lock:
+            sent = self._sent
+            if sent is None or self._state == ENDED:
+                return
+            self._timers.append(self.engine.clock.after(sent.cancel_grace, lambda: self._escalate(sent)))
+
+    @staticmethod
+    def _escalate(sent: SentPrompt) -> None:
+        if sent.open:  # stopping the process blocks: not on the shared clock's thread
+            threading.Thread(target=sent.stop, name="acp-turn-stop", daemon=True).start()
+
+    def _answer_in(self, sent: SentPrompt) -> None:
+        try:
+            result = sent.outcome()
+            end = TurnEnd(result.stop_reason, result.text)
+        except Exception as exc:
+            end = _failed(exc)
+        self._end(end)
+
+    def _end(self, end: TurnEnd) -> None:
         with self._lock:
             self._state, self._question = ENDED, None
             self._answered.set()
+            timers, self._timers = self._timers, []
+        for drop in timers:
+            drop()
         self.engine.forget(self)
-        self.sink.ended(end)
+        with self._saying:
+            if self._told_end:
+                return
+            self._told_end = True
+            self.sink.ended(end)
 
     def _event(self, event: ev.Event) -> None:
-        if isinstance(event, ev.PermissionAsked):
-            with self._lock:  # one settled before it got here (a cancel, its deadline) is never told
-                pending = self._state == PAUSED and event.request is self._question
-            if pending:
-                self.sink.paused(event.request)
-        else:
-            self.sink.update(event)
+        with self._saying:
+            if self._told_end:
+                return
+            if isinstance(event, ev.PermissionAsked):
+                with self._lock:  # one settled before it got here (a cancel, its deadline) is never told
+                    pending = self._state == PAUSED and event.request is self._question
+                if pending:
+                    self.sink.paused(event.request)
+            else:
+                self.sink.update(event)
+
+
+def _failed(exc: Exception) -> TurnEnd:
+    """Why a turn failed, from what opening, sending or its answer raised."""
+    if isinstance(exc, AgentCrashed):
+        return TurnEnd(None, "", str(exc), crashed=True)
+    if not isinstance(exc, AcpError):  # an agent that sends something we cannot fold: the turn fails, we go on
+        log.warning("an ACP turn failed: %r", exc)
+    return TurnEnd(None, "", str(exc) or type(exc).__name__)
 
 
 class TurnEngine:
@@ -181,16 +247,17 @@ class TurnEngine:
 
     inline = True  # decide() waits only on the turn's own Event, which a cancel of the turn wakes
 
-    def __init__(self, approve: str = "ask", timeout: float = 1800.0) -> None:
+    def __init__(self, approve: str = "ask", timeout: float = 1800.0, clock: Clock = CLOCK) -> None:
         """approve: `all` allows every request itself, `reads` the read-only tool kinds, `ask` none
-        (acp.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds."""
-        self.approve, self.timeout = approve, timeout
+        (acp.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds; clock: the timer thread
+        the turns' deadlines run on (the process's one, shared)."""
+        self.approve, self.timeout, self.clock = approve, timeout, clock
         self._turns: list[Turn] = []
         self._lock = threading.Lock()
 
     def turn(self, open_session: Callable[[], Session], content: str, sink: TurnSink,
              timeout: float | None = None) -> Turn:
-        """A turn of the session `open_session()` returns (called on the turn's thread); `start()` runs it."""
+        """A turn of the session `open_session()` returns (called on the start's thread); `start()` runs it."""
         made = Turn(self, open_session, content, sink, self.timeout if timeout is None else timeout)
         with self._lock:
             self._turns.append(made)

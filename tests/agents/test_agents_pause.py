@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit.gateway.acp_backend import AcpBackend
+from tests import net
 from tests.agents.conftest import TASKS_META, GatewayRun
 from tests.agents.test_agents_acp import AGENT, _config
 from tests.agents.test_agents_curl import poll, start_task
@@ -128,9 +129,13 @@ def test_a_task_mode_turn_tells_the_words_said_before_its_question_first_over_ma
         session: str | None = None
         for n in range(TURNS):
             where: dict[str, Any] = {"agent": AGENT} if session is None else {"session_id": session}
+            asked_before = sum(status == "input_required" for _, status, _ in changes)
             task = start_task(run, {**where, "message": f"alpha beta gamma {n}"})
             paused = poll(run, task, until=("input_required", "completed", "failed"))
             assert paused["status"] == "input_required", (n, paused)
+            # the row is written before the change is announced: wait for this turn's announcement
+            net.until(lambda before=asked_before: sum(s == "input_required" for _, s, _ in changes) > before,
+                      "the paused turn's change to be announced")
             turn = next(t for t, status, _ in reversed(changes) if status == "input_required")
             first_pause = next(tail for t, status, tail in changes if t == turn and status == "input_required")
             said = f"Echo: alpha beta gamma {n}"
