@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                "validate or build Agent Plugins packages"),
     "new": ("mcp_agent_kit.scaffold.cli", "main_new", "new_parser", "create a new agent project"),
     "acp": ("mcp_agent_kit.acp.cli", "main", "parser", "drive an ACP agent (probe, one prompt, chat)"),
+    "agents": ("mcp_agent_kit.acp.known_cli", "main", "parser", "list the ACP agents it knows and which are installed"),
     "install": ("mcp_agent_kit.scaffold.install", "main", "parser", "add a server to Claude Desktop / Claude Code"),
     "store": ("mcp_agent_kit.store_cli", "main", "parser", "create or upgrade a shared store's schema (migrate)"),
     "auth": ("mcp_agent_kit.gateway.auth_cli", "main", "parser",
