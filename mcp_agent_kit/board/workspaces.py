@@ -8,13 +8,15 @@ which the board stores and hands back after a restart (`attach`). Two modes:
   repository root, files only, `**` for any depth) are copied in, never over a checked-out file;
   a glob with `..` or an absolute one is refused, and so is a match that is a symlink leading out
   of the repository. Then `setup`, a shell string run as `sh -c SETUP` in the worktree (as other
-  tools and CI files take it) with the caller's environment plus MCP_AGENT_KIT_TASK_ID,
+  tools and CI files take it) with the caller's environment (less the variables that aim git at
+  another repository; GIT_TERMINAL_PROMPT=0) plus MCP_AGENT_KIT_TASK_ID,
   MCP_AGENT_KIT_REPO and MCP_AGENT_KIT_WORKSPACE, stdin closed, its own process group, a timeout;
   a failure (exit status, timeout: the whole group is killed) is a SetupFailed carrying the
   output's last 2 KB, the exit status and the Workspace, which is left in place for inspection.
 - `in-place`: the workspace is the repository's own checkout (no worktree, no branch, no copy,
   no setup). One such task at a time: create claims a flag file in the data directory
-  (WorkspaceBusy names the holder), accept and discard release it; discard leaves the files.
+  (WorkspaceBusy names the holder), accept and discard release it; discard leaves the files, and
+  accept commits everything in the checkout (the person's own edits too) on what is checked out.
 Review (board.changes): `diff` against the base commit; `accept` commits everything (a clean
 workspace is fine: no commit, the branch as it is) and, with merge=True, merges into the base
 branch only where that cannot touch uncommitted work. Deleting: `discard` (the person asked)
@@ -31,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -119,6 +122,8 @@ class Pruned(TypedDict):
 def slugify(title: str) -> str:
     """A title as a branch-name word: ASCII lowercase letters and digits joined by single dashes,
     at most SLUG_MAX characters, `task` when nothing is left."""
+    if not isinstance(title, str):
+        raise WorkspaceError(f"a task title must be a string, not {type(title).__name__}")
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     slug = _UNSAFE.sub("-", ascii_title.lower()).strip("-")
     if len(slug) > SLUG_MAX:
@@ -163,6 +168,8 @@ class Workspaces:
             raise WorkspaceError(f"the board's data directory {self.data_dir} is inside the repository's working tree "
                                  f"{self.root}: choose one outside it")
         self.worktrees_dir = self.data_dir / "worktrees"
+        if not (setup is None or isinstance(setup, str)) or not setup_timeout > 0:
+            raise WorkspaceError("setup must be a shell command string, with a timeout above 0 seconds")
         self.base, self.copy, self.setup, self.mode = base, prepare.check_copy_globs(copy), setup, mode
         self.setup_timeout = setup_timeout
         self._lock = threading.RLock()
@@ -240,7 +247,7 @@ class Workspaces:
 
     def _claim_in_place(self, task_id: str, base: str | None) -> Workspace:
         commit, _, base_branch = self._resolve_base("HEAD")
-        if base not in (None, "HEAD") and self._resolve_base(base)[0] != commit:
+        if base and base != "HEAD" and self._resolve_base(base)[0] != commit:
             raise WorkspaceError(f"an in-place task works on the checkout as it is, not on {base!r}: "
                                  "check that out first or use the worktree mode")
         return self._claim(Workspace(task_id, "in-place", str(self.root), None, "HEAD", base_branch, commit))
@@ -297,7 +304,7 @@ class Workspaces:
             return None
         return found if found.task_id == task_id else None
 
-    def list(self) -> list[Workspace]:
+    def recorded(self) -> list[Workspace]:
         """Every recorded workspace (worktrees by task id order, then the in-place one)."""
         found = []
         for record in sorted(self.worktrees_dir.glob("*.json")) if self.worktrees_dir.is_dir() else []:
@@ -307,6 +314,13 @@ class Workspaces:
                 continue
         holder = self.in_place()
         return sorted(found, key=lambda ws: ws.task_id) + ([holder] if holder else [])
+
+    def strays(self) -> list[str]:
+        """Worktrees git knows under this board's worktrees directory that have no record (never
+        pruned: the board shows them, a person decides)."""
+        known = {Path(ws.path) for ws in self.recorded()}
+        return sorted(tree.path for tree in self.git.worktrees(self.root)
+                      if Path(tree.path).parent == self.worktrees_dir and Path(tree.path) not in known)
 
     def attach(self, record: Workspace | Mapping[str, Any]) -> Workspace:
         """A stored record checked against the repository after a restart: the worktree is still
@@ -412,6 +426,8 @@ class Workspaces:
         path = Path(workspace.path)
         if any(Path(tree.path) == path for tree in self.git.worktrees(self.root)):
             self.git.run(["worktree", "remove", "--force", "--force", str(path)], self.root)
+        if path.is_dir() and not path.is_symlink():  # left by a worktree add that failed, or unregistered by hand
+            shutil.rmtree(path)
         if self.git.succeeds(["show-ref", "--verify", "--quiet", f"refs/heads/{workspace.branch}"], self.root):
             self.git.run(["branch", "-D", "--end-of-options", str(workspace.branch)], self.root)
         self._record_path(workspace.task_id).unlink(missing_ok=True)
@@ -423,7 +439,7 @@ class Workspaces:
         spared = set(keep)
         report: Pruned = {"removed": [], "kept": []}
         with self._lock:
-            for workspace in self.list():
+            for workspace in self.recorded():
                 if workspace.mode != "worktree" or workspace.task_id in spared:
                     continue
                 try:
@@ -444,6 +460,8 @@ class Workspaces:
         tree = next((tree for tree in self.git.worktrees(self.root) if Path(tree.path) == path), None)
         if tree is not None and tree.locked:
             return "its worktree is locked (git worktree unlock it first)"
+        if tree is None and os.path.lexists(path):
+            return f"{path} is not a registered git worktree: look at it, then discard it or prune with force"
         if tree is not None and path.is_dir():
             if self.git.run(["status", "--porcelain", "-z", "--untracked-files=all"], path).stdout:
                 return "uncommitted changes in its worktree"

@@ -283,8 +283,21 @@ def test_prune_never_removes_unmerged_work_without_force(repo: Path, data: Path,
 
     forced = spaces.prune(force=True, keep=["live"])
     assert sorted(forced["removed"]) == ["committed", "dirty", "gone"]
-    assert [ws.task_id for ws in spaces.list()] == ["live"]
+    assert [ws.task_id for ws in spaces.recorded()] == ["live"]
     assert run_git(repo, "branch", "--list", "task/*") == f"{'+'} {live.branch}"
+
+
+def test_a_directory_no_longer_a_worktree_is_kept_by_prune_and_removed_by_discard(repo: Path,
+                                                                                  spaces: Workspaces) -> None:
+    ws = spaces.create("1", "x")
+    (Path(ws.path) / "unsaved.txt").write_text("work\n")
+    (Path(ws.path) / ".git").unlink()
+    run_git(repo, "worktree", "prune")  # git forgets a worktree whose link is broken
+    assert spaces.prune()["kept"][0]["reason"].endswith("is not a registered git worktree: look at it, then discard "
+                                                       "it or prune with force")
+    assert (Path(ws.path) / "unsaved.txt").exists()
+    spaces.discard(ws)
+    assert not Path(ws.path).exists() and run_git(repo, "branch", "--list", str(ws.branch)) == ""
 
 
 def test_prune_keeps_a_locked_worktree(repo: Path, spaces: Workspaces) -> None:

@@ -163,7 +163,7 @@ def test_a_copy_match_that_is_a_symlink_out_of_the_repository_makes_nothing(repo
     before = snapshot(repo)
     with pytest.raises(WorkspaceError, match="leads outside the repository"):
         spaces.create("1", "x")
-    assert snapshot(repo) == before and spaces.list() == []
+    assert snapshot(repo) == before and spaces.recorded() == []
 
 
 def test_a_symlink_inside_the_repository_is_copied_as_its_content(repo: Path, data: Path) -> None:
@@ -260,7 +260,7 @@ def test_workspaces_made_at_once_from_many_threads(repo: Path, spaces: Workspace
     for thread in threads:
         thread.join()
     assert errors == [] and len(made) == 6
-    assert sorted(ws.task_id for ws in spaces.list()) == [str(n) for n in range(6)]
+    assert sorted(ws.task_id for ws in spaces.recorded()) == [str(n) for n in range(6)]
 
 
 # -- finding them again -----------------------------------------------------------------------------
@@ -269,9 +269,19 @@ def test_a_restart_finds_and_attaches_every_workspace(repo: Path, data: Path, sp
     one, two = spaces.create("1", "one"), spaces.create("two/2", "two")
     stored = [json.dumps(one.to_json()), json.dumps(two.to_json())]
     again = Workspaces(repo, data)  # a new process, as after a restart
-    assert again.list() == [one, two]
+    assert again.recorded() == [one, two]
     assert again.find("two/2") == two and again.find("3") is None
     assert [again.attach(json.loads(record)) for record in stored] == [one, two]
+
+
+def test_a_worktree_without_its_record_is_a_stray_and_never_pruned(repo: Path, data: Path,
+                                                                   spaces: Workspaces) -> None:
+    ws = spaces.create("1", "x")
+    (spaces.worktrees_dir / "1.json").unlink()
+    again = Workspaces(repo, data)
+    assert again.recorded() == [] and again.strays() == [ws.path]
+    assert again.prune(force=True) == {"removed": [], "kept": []} and Path(ws.path).is_dir()
+    assert again.attach(ws.to_json()) == ws and again.strays() == [] and again.find("1") == ws
 
 
 def test_attach_of_a_worktree_removed_by_hand_says_it_is_missing(repo: Path, spaces: Workspaces) -> None:
