@@ -383,3 +383,23 @@ def test_a_directory_that_is_no_repository_is_refused(tmp_path: Path) -> None:
         Workspaces(tmp_path / "missing", tmp_path / "d")
     with pytest.raises(WorkspaceError, match="mode"):
         Workspaces(tmp_path, tmp_path / "d", mode="sideways")
+
+
+@pytest.mark.parametrize("separator", ["\0", "\n"])
+def test_worktree_listings_parse_with_and_without_z(separator: str) -> None:
+    from mcp_agent_kit.board.git import Worktree, parse_worktrees
+
+    text = separator.join(["worktree /r", "HEAD abc", "branch refs/heads/main", "", "worktree /w", "HEAD def",
+                           "detached", "locked reason", "prunable gitdir file points to non-existent location", ""])
+    assert parse_worktrees(text, separator) == [
+        Worktree(path="/r", head="abc", branch="refs/heads/main"),
+        Worktree(path="/w", head="def", branch=None, locked=True, prunable=True)]
+
+
+@pytest.mark.parametrize(("said", "version"), [("git version 2.39.5", (2, 39, 5)), ("git version 2.30", (2, 30, 0)),
+                                               ("git version 2.39.3 (Apple Git-145)", (2, 39, 3)),
+                                               ("git version 2.41.0.windows.1", (2, 41, 0)), ("hub 2.1", None)])
+def test_git_versions(said: str, version: tuple[int, int, int] | None) -> None:
+    from mcp_agent_kit.board.git import parse_version
+
+    assert parse_version(said) == version
