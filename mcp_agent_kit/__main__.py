@@ -49,7 +49,7 @@ def usage() -> str:
 
 
 def _unknown(command: str) -> int:
-    close = difflib.get_close_matches(command, COMMANDS, n=1)
+    close = difflib.get_close_matches(command, COMMANDS, n=1, cutoff=0.7)
     fix = f"did you mean {close[0]!r}?" if close else f"run '{PROG} --help' for the list of commands"
     if not close and _project_name(command):  # the older kits' `python -m mcp_agent_kit NAME`
         fix = f"to create a project run '{PROG} new {command}' (or 'create-mcp-agent {command}')"

@@ -30,19 +30,19 @@ from mcp_agent_kit.acp.client import AcpAgent
 from mcp_agent_kit.acp.errors import AcpError
 from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
 from mcp_agent_kit.acp.session import Session
-from mcp_agent_kit.turns.engine import Turn, TurnEnd, TurnEngine, asked
+from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 from mcp_agent_kit.wire import acp as wire
 
 END_GRACE_S = 60.0  # how long past the turn's timeout a job waits for the turn's end (the session ends it first)
 
 
 class _Run:
-    """One prompt in flight, as a TurnSink: it reports to the task's current job, and keeps what comes while
+    """One prompt in flight, as a TurnObserver: it reports to the task's current job, and keeps what comes while
     no job holds it (between a pause and the answer's job) for the next one."""
 
     def __init__(self, bridge: AcpBridge, task_id: str) -> None:
         self.bridge, self.task_id = bridge, task_id
-        self.turn: Turn | None = None
+        self.turn: EngineTurn | None = None
         self.question: PermissionRequest | None = None
         self.artifact_id = new_id()
         self.streamed = False
@@ -77,14 +77,14 @@ class _Run:
                 self._job = None
                 self.cond.notify_all()
 
-    # ---- TurnSink ----------------------------------------------------------------------------------
+    # ---- TurnObserver ----------------------------------------------------------------------------------
     def update(self, event: ev.Event) -> None:
         self._report(lambda job: self._event(job, event))
 
     def paused(self, question: PermissionRequest) -> None:
         self._report(lambda job: self._ask(job, question))
 
-    def ended(self, end: TurnEnd) -> None:
+    def ended(self, end: TurnOutcome) -> None:
         self._report(lambda job: self._end(job, end))
 
     # ---- in A2A terms (under the lock, on the turn's thread) -----------------------------------------
@@ -102,7 +102,7 @@ class _Run:
         job.ask(f"{asked(question)}. Answer with one of: {options}")
         return True
 
-    def _end(self, job: Job, end: TurnEnd) -> bool:
+    def _end(self, job: Job, end: TurnOutcome) -> bool:
         self.bridge.forget(self.task_id)
         if end.stop_reason is None:
             job.fail(f"the ACP agent failed: {end.error}")

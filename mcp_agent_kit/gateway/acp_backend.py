@@ -33,7 +33,7 @@ from mcp_agent_kit.acp.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 from mcp_agent_kit.turns.clock import CLOCK
-from mcp_agent_kit.turns.engine import Turn, TurnEnd, TurnEngine, asked
+from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 from mcp_agent_kit.wire import acp as wire
 
 log = logging.getLogger("mcp_agent_kit.gateway")
@@ -73,7 +73,7 @@ class AcpBackend:
         self.agent: AcpAgent | None = None
         self.error: str | None = None
         self.sessions: dict[str, Session] = {}  # gateway session id -> its ACP session (whose id may change)
-        self.turns: dict[str, Turn] = {}  # gateway session id -> its running (or paused) turn
+        self.turns: dict[str, EngineTurn] = {}  # gateway session id -> its running (or paused) turn
         self.engine = TurnEngine(spec.approve, spec.timeout)
         self.last_used = time.monotonic()
         self._lock = threading.Lock()
@@ -188,7 +188,7 @@ class AcpBackend:
         sink.started(turn.id, session)
         turn.start()
 
-    def _ended(self, gateway_id: str, sink: ab.TurnSink, end: TurnEnd) -> None:
+    def _ended(self, gateway_id: str, sink: ab.TurnSink, end: TurnOutcome) -> None:
         with self._lock:
             if self.turns.get(gateway_id) is not None and self.turns[gateway_id].state == "ended":
                 del self.turns[gateway_id]
@@ -254,7 +254,7 @@ class AcpBackend:
 
 
 class _Said:
-    """One turn's reports in the gateway's terms (a turns.engine TurnSink over an ab.TurnSink)."""
+    """One turn's reports in the gateway's terms (a turns.engine TurnObserver over an ab.TurnSink)."""
 
     def __init__(self, backend: AcpBackend, gateway_id: str, sink: ab.TurnSink) -> None:
         self.backend, self.gateway_id, self.sink = backend, gateway_id, sink
@@ -273,5 +273,5 @@ class _Said:
     def paused(self, question: PermissionRequest) -> None:
         self.sink.paused(_question(question))
 
-    def ended(self, end: TurnEnd) -> None:
+    def ended(self, end: TurnOutcome) -> None:
         self.backend._ended(self.gateway_id, self.sink, end)

@@ -50,7 +50,7 @@ RUNNING, PAUSED, ENDED = "running", "paused", "ended"
 
 
 @dataclass(frozen=True)
-class TurnEnd:
+class TurnOutcome:
     """How a turn ended: the agent's stopReason, or None with `error` when it failed."""
 
     stop_reason: str | None
@@ -59,16 +59,16 @@ class TurnEnd:
     crashed: bool = False  # the agent died during the turn (its next use starts it again)
 
 
-class TurnSink(Protocol):
+class TurnObserver(Protocol):
     """Where a turn reports, one call at a time, from the thread that delivered it (see the module docstring)."""
 
     def update(self, event: ev.Event) -> None:
         """One `session/update` of the turn (and the session's own records: permission decisions, files)."""
 
     def paused(self, question: PermissionRequest) -> None:
-        """The agent asks: the turn waits for `Turn.answer` (or a cancel) with its prompt open."""
+        """The agent asks: the turn waits for `EngineTurn.answer` (or a cancel) with its prompt open."""
 
-    def ended(self, end: TurnEnd) -> None:
+    def ended(self, end: TurnOutcome) -> None:
         """Exactly once: the prompt's answer, or why the turn failed."""
 
 
@@ -77,10 +77,10 @@ def asked(request: PermissionRequest) -> str:
     return f"The agent asks permission for: {request.title or 'a tool call'}"
 
 
-class Turn:
+class EngineTurn:
     """One prompt on one session (see the module docstring); made by TurnEngine.turn."""
 
-    def __init__(self, engine: TurnEngine, open_session: Callable[[], Session], content: str, sink: TurnSink,
+    def __init__(self, engine: TurnEngine, open_session: Callable[[], Session], content: str, sink: TurnObserver,
                  timeout: float) -> None:
         self.id = str(uuid.uuid4())
         self.engine, self.sink, self.timeout = engine, sink, timeout
@@ -108,7 +108,7 @@ class Turn:
         """The pending question while paused."""
         return self._question
 
-    def start(self) -> Turn:
+    def start(self) -> EngineTurn:
         """Open the session and send the prompt on a short-lived thread (opening may start the agent and wait on
         its answers; the caller may be the connection's reader); everything after arrives on callbacks."""
         self._deadline = time.monotonic() + self.timeout
@@ -170,7 +170,7 @@ class Turn:
                 self.session = session
                 cancelled = self._cancelled
             if cancelled:
-                self._end(TurnEnd(None, "", "the turn was cancelled before it started"))
+                self._end(TurnOutcome(None, "", "the turn was cancelled before it started"))
                 return
             sent = session.send(self._content, on_event=self._event, on_end=self._answer_in,
                                 on_cancel=self._cancel_sent)
@@ -201,12 +201,12 @@ class Turn:
     def _answer_in(self, sent: SentPrompt) -> None:
         try:
             result = sent.outcome()
-            end = TurnEnd(result.stop_reason, result.text)
+            end = TurnOutcome(result.stop_reason, result.text)
         except Exception as exc:
             end = _failed(exc)
         self._end(end)
 
-    def _end(self, end: TurnEnd) -> None:
+    def _end(self, end: TurnOutcome) -> None:
         with self._lock:
             self._state, self._question = ENDED, None
             self._answered.set()
@@ -233,13 +233,13 @@ class Turn:
                 self.sink.update(event)
 
 
-def _failed(exc: Exception) -> TurnEnd:
+def _failed(exc: Exception) -> TurnOutcome:
     """Why a turn failed, from what opening, sending or its answer raised."""
     if isinstance(exc, AgentCrashed):
-        return TurnEnd(None, "", str(exc), crashed=True)
+        return TurnOutcome(None, "", str(exc), crashed=True)
     if not isinstance(exc, AcpError):  # an agent that sends something we cannot fold: the turn fails, we go on
         log.warning("an ACP turn failed: %r", exc)
-    return TurnEnd(None, "", str(exc) or type(exc).__name__)
+    return TurnOutcome(None, "", str(exc) or type(exc).__name__)
 
 
 class TurnEngine:
@@ -252,18 +252,18 @@ class TurnEngine:
         (acp.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds; clock: the timer thread
         the turns' deadlines run on (the process's one, shared)."""
         self.approve, self.timeout, self.clock = approve, timeout, clock
-        self._turns: list[Turn] = []
+        self._turns: list[EngineTurn] = []
         self._lock = threading.Lock()
 
-    def turn(self, open_session: Callable[[], Session], content: str, sink: TurnSink,
-             timeout: float | None = None) -> Turn:
+    def turn(self, open_session: Callable[[], Session], content: str, sink: TurnObserver,
+             timeout: float | None = None) -> EngineTurn:
         """A turn of the session `open_session()` returns (called on the start's thread); `start()` runs it."""
-        made = Turn(self, open_session, content, sink, self.timeout if timeout is None else timeout)
+        made = EngineTurn(self, open_session, content, sink, self.timeout if timeout is None else timeout)
         with self._lock:
             self._turns.append(made)
         return made
 
-    def forget(self, turn: Turn) -> None:
+    def forget(self, turn: EngineTurn) -> None:
         with self._lock:
             if turn in self._turns:
                 self._turns.remove(turn)

@@ -30,6 +30,7 @@ from mcp_agent_kit.store.sqlite import SqliteStore
 from mcp_agent_kit.transports.http import make_server
 from tests.agents.test_agents_acp import AGENT, _config
 from tests.http.conftest import Running
+from tests.net import until
 
 WORDS = 150
 
@@ -110,6 +111,8 @@ class Run:
         progress = [e for e in events if '"notifications/progress"' in e]
         (result,) = [json.loads(e)["result"] for e in events if '"result"' in e and '"id"' in e]
         session = result["structuredContent"]["session_id"]
+        # the turn's last snapshot is pushed as it ends, on the agent's thread: it may land just after the reply
+        until(lambda: self.pushed and self.pushed[-1]["status"] != "working", "the turn's final snapshot pushed")
         (turn,) = self.store.turns(session)
         return Measured([json.loads(e)["params"]["message"] for e in progress], sum(len(e) for e in progress),
                         list(self.pushed), self.counted.written - before, result, turn["id"])

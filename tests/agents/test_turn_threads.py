@@ -12,7 +12,7 @@ from mcp_agent_kit.acp import events as ev
 from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
 from mcp_agent_kit.acp.permissions import PermissionRequest
 from mcp_agent_kit.turns.clock import Clock
-from mcp_agent_kit.turns.engine import TurnEnd, TurnEngine
+from mcp_agent_kit.turns.engine import TurnEngine, TurnOutcome
 from tests.agents.test_agents_acp import ECHO
 from tests.net import until
 
@@ -24,7 +24,7 @@ class Sink:
     def __init__(self) -> None:
         self.updates: list[ev.Event] = []
         self.questions: list[PermissionRequest] = []
-        self.ends: list[TurnEnd] = []
+        self.ends: list[TurnOutcome] = []
 
     def update(self, event: ev.Event) -> None:
         self.updates.append(event)
@@ -32,7 +32,7 @@ class Sink:
     def paused(self, question: PermissionRequest) -> None:
         self.questions.append(question)
 
-    def ended(self, end: TurnEnd) -> None:
+    def ended(self, end: TurnOutcome) -> None:
         self.ends.append(end)
 
 
