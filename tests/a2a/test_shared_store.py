@@ -20,7 +20,6 @@ from mcp_agent_kit.a2a import A2AError, Agent, Job
 from mcp_agent_kit.a2a.cli import build_store, main, parser
 from mcp_agent_kit.a2a.engine import TaskEngine, Work
 from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
-from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
 from mcp_agent_kit.a2a.store import MemoryTaskStore as OneProcess
 from mcp_agent_kit.store.base import Record
 from mcp_agent_kit.store.memory import MemoryStore
@@ -249,7 +248,7 @@ def test_the_a2a_command_opens_the_store_it_is_given(tmp_path: Path, capsys: pyt
     assert isinstance(build_store(cli.parse_args(["x:y"])), OneProcess)
     assert isinstance(build_store(cli.parse_args(["x:y", "--store", "memory:"])), OneProcess)
     older = build_store(cli.parse_args(["x:y", "--store", str(tmp_path / "tasks.db")]))
-    assert isinstance(older, SqliteTaskStore)
+    assert isinstance(older, SharedTaskStore) and older.store.url.endswith("tasks.db")
     older.close()
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     assert main(["examples/a2a_tck_agent.py:agent", "--store", url]) == 2
