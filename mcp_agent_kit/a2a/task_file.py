@@ -2,12 +2,13 @@
 
 A file written by the older one-process sqlite task store keeps its tasks in a table `tasks` (id,
 owner, context_id, state, ts, updated, body: the task as JSON). On open that table is copied into
-the store's records (kind a2a_tasks, as a2a.shared_store writes them), the copy is verified (every
+the store's records (kind a2a_tasks, as a2a.store writes them), the copy is verified (every
 old id is there), and only then is the old table renamed `legacy_tasks`: no task is ever lost, and
 an open interrupted half-way simply copies again (inserting is insert-if-absent). A task the old
 process was running when it stopped is copied with a lease that has already run out, so the
 engine fails it at once, as the older store did at a restart. Finished tasks are kept for ever,
-as the older store kept them. Rules: standard library only; no protocol errors, only StoreError.
+within the older store's caps (a2a.store.SHARED_MAX_TASKS, SHARED_MAX_PER_OWNER). Rules: standard
+library only; no protocol errors, only StoreError.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import sqlite3
 from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import INTERRUPTED, TERMINAL
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
+from mcp_agent_kit.a2a.store import KIND, SHARED_MAX_PER_OWNER, SHARED_MAX_TASKS, TaskStore
 from mcp_agent_kit.store.base import Record, Store, StoreError
 
 OLD_TABLE, RENAMED = "tasks", "legacy_tasks"
 OLD_COLUMNS = ("id", "owner", "context_id", "state", "ts", "updated", "body")
 
 
-def open_task_file(path: str, replica: str, lease_s: float) -> SharedTaskStore:
+def open_task_file(path: str, replica: str, lease_s: float) -> TaskStore:
     """The task repository over `sqlite:///PATH`, the older file's tasks migrated first."""
     from mcp_agent_kit.store.sqlite import SqliteStore
 
@@ -35,7 +36,8 @@ def open_task_file(path: str, replica: str, lease_s: float) -> SharedTaskStore:
     except BaseException:
         store.close()
         raise
-    return SharedTaskStore(store, replica, lease_s, ttl=None)
+    return TaskStore(store, replica, lease_s, ttl=None, max_tasks=SHARED_MAX_TASKS,
+                     max_per_owner=SHARED_MAX_PER_OWNER)
 
 
 def _old_rows(db: sqlite3.Connection) -> list[tuple[Any, ...]] | None:

@@ -136,8 +136,13 @@ def test_a_subscriber_that_falls_behind_is_dropped_and_memory_stays_bounded() ->
     assert len(events) == MAX_BEHIND + 1 and events[-1] is engine_module._END  # its stream then ends
 
 
-def test_finished_tasks_make_room_and_only_unfinished_ones_refuse() -> None:
-    store = MemoryTaskStore(max_tasks=6, max_per_owner=3)
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_finished_tasks_make_room_and_only_unfinished_ones_refuse(kind: str, tmp_path: Path) -> None:
+    """The caps are the repository's, the same on every backend (counted by the store)."""
+    from mcp_agent_kit.store import open_store
+
+    url = "memory:" if kind == "memory" else f"sqlite:///{tmp_path / 'caps.db'}"
+    store = TaskStore(open_store(url), max_tasks=6, max_per_owner=3)
     for n in range(10):  # alice's finished tasks: her own oldest makes room each time
         store.insert(_task(n, owner="alice"))
     assert [store.get(f"t{n:03d}") is not None for n in range(10)] == [False] * 7 + [True] * 3
@@ -147,3 +152,11 @@ def test_finished_tasks_make_room_and_only_unfinished_ones_refuse() -> None:
         store.insert(_task(13, state="TASK_STATE_WORKING", owner="bob"))  # bob's own cap, all running
     store.insert(_task(14, owner="carol"))  # the store is full: alice's oldest finished task goes
     assert store.get("t007") is None and store.get("t014") is not None
+    if kind == "sqlite":  # the counts are the file's: they survive a restart
+        store.close()
+        again = TaskStore(open_store(url), max_tasks=6, max_per_owner=3)
+        with pytest.raises(StoreError, match="unfinished"):
+            again.insert(_task(15, state="TASK_STATE_WORKING", owner="bob"))
+        again.close()
+    else:
+        store.close()

@@ -17,7 +17,7 @@ import pytest
 
 from mcp_agent_kit.a2a.cli import build_store, parser
 from mcp_agent_kit.a2a.engine import TaskEngine
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
+from mcp_agent_kit.a2a.store import KIND, TaskStore
 from mcp_agent_kit.a2a.task_file import migrate_old_tasks, open_task_file
 from mcp_agent_kit.a2a.toolagent import ToolAgent
 from mcp_agent_kit.loader import load_target
@@ -48,7 +48,7 @@ def test_an_old_task_file_is_migrated_on_open_and_serves_on(tmp_path: Path) -> N
     path, old = old_file(tmp_path)
     assert len(old) == 6 and "legacy_tasks" not in tables(path)
     tasks = build_store(parser().parse_args(["x:y", "--store", str(path)]))
-    assert isinstance(tasks, SharedTaskStore) and tasks.store.shared
+    assert isinstance(tasks, TaskStore) and tasks.store.shared
     engine = TaskEngine(ToolAgent(load_target(METRICS)), tasks)
     try:
         assert {"legacy_tasks", "records"} <= tables(path) and "tasks" not in tables(path)
