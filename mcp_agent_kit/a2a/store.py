@@ -18,8 +18,9 @@ runs without replication. With a replica id, a task is leased to this replica wh
 Bounds, the same on every backend: finished tasks expire `ttl` seconds after they finished; at
 `max_tasks` the oldest finished task makes room, at `max_per_owner` the owner's own oldest finished
 task does (so one principal's tasks never push out another's), and when none has finished the
-insert is refused (StoreError). Counts are the store's (memory: counters, never a scan); the oldest
-finished tasks are read a batch at a time (a finished task never changes, so the batch stays good).
+insert is refused (StoreError). Counts are the store's (memory: counters, never a scan; SQL: counted
+again only once half the room the last count left is used); the oldest finished tasks are read a
+batch at a time (a finished task never changes, so the batch stays good).
 Rules: no protocol errors, only StoreError; no locking of its own (the engine holds its lock);
 knows nothing of the engine.
 """
@@ -39,6 +40,7 @@ UNFINISHED = tuple(sorted(STATES - TERMINAL))
 FINISHED = tuple(sorted(TERMINAL))
 _PAGE = 100
 _EVICT_BATCH = 256  # oldest finished tasks read at once when making room
+_ROOMS = 10_000  # owners whose room is remembered (then forgotten, and counted again)
 SHARED_MAX_TASKS, SHARED_MAX_PER_OWNER = 100_000, 10_000  # the bounds on a store that outlives the process
 
 
@@ -108,6 +110,7 @@ class TaskStore:
         self._leased_to = False
         self._last_sweep = 0.0
         self._oldest: dict[str | None, collections.deque[str]] = {}  # owner (None: anyone) -> finished ids
+        self._room: dict[str | None, int] = {}  # owner (None: anyone) -> inserts left before counting again
 
     def lease_to(self, running: Container[str]) -> None:
         """The one engine that runs tasks on this store here: a task whose id is in `running` is
@@ -134,10 +137,28 @@ class TaskStore:
     def _make_room(self, owner: str) -> None:
         """Evict what the caps ask for before an insert; StoreError when only unfinished tasks are left."""
         self._sweep()
-        if self.store.count(KIND, owner=owner) >= self.max_per_owner and not self._evict(owner):
+        if self._full(owner, self.max_per_owner) and not self._evict(owner):
             raise StoreError("this principal has too many unfinished tasks")
-        if self.store.count(KIND) >= self.max_tasks and not self._evict(None):
+        if self._full(None, self.max_tasks) and not self._evict(None):
             raise StoreError("the task store is full of unfinished tasks")
+
+    def _full(self, owner: str | None, cap: int) -> bool:
+        """Is the cap (of `owner`, None: of the store) reached? The memory store counts in O(1), so
+        always; a SQL store counts rows, so only once the room its last count left is used up, and
+        of that room half, since other replicas insert too (deletes only make more room)."""
+        if not self.store.shared:
+            return (self.store.count(KIND) if owner is None else self.store.count(KIND, owner=owner)) >= cap
+        room = self._room.get(owner, 0)
+        if room > 0:
+            self._room[owner] = room - 1
+            return False
+        count = self.store.count(KIND) if owner is None else self.store.count(KIND, owner=owner)
+        if count >= cap:
+            return True
+        if len(self._room) >= _ROOMS:
+            self._room.clear()
+        self._room[owner] = (cap - count) // 2  # this insert takes one of the rest
+        return False
 
     def _evict(self, owner: str | None) -> bool:
         """Delete the oldest finished task (of `owner`, or of anyone); False when there is none."""
