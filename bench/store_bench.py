@@ -234,12 +234,12 @@ def show(args: argparse.Namespace, table: Table) -> None:
             f"{args.clients} keep-alive clients, " if args.servers else f"tasks created and polled per second "
             f"({args.tasks} tasks per replica, ")
     print(f"{what}{args.polls} polls each, median of {args.runs}; x = ratio to memory with 1 replica)")
-    print(f"{'store':<12}{'create/s 1':>12}{'x':>7}{'create/s 3':>12}{'x':>7}"
-          f"{'poll/s 1':>12}{'x':>7}{'poll/s 3':>12}{'x':>7}")
+    print(f"{'store':<12}{'create/s 1':>12}{'x':>8}{'create/s 3':>12}{'x':>8}"
+          f"{'poll/s 1':>12}{'x':>8}{'poll/s 3':>12}{'x':>8}")
     for name in ("memory", "sqlite", "postgresql"):
         one, three = table[name, 1], table[name, 3]
-        print(f"{name:<12}{one[0]:>12.0f}{one[0] / floor[0]:>7.3f}{three[0]:>12.0f}{three[0] / floor[0]:>7.3f}"
-              f"{one[1]:>12.0f}{one[1] / floor[1]:>7.3f}{three[1]:>12.0f}{three[1] / floor[1]:>7.3f}")
+        print(f"{name:<12}{one[0]:>12.0f} {one[0] / floor[0]:>7.3g}{three[0]:>12.0f} {three[0] / floor[0]:>7.3g}"
+              f"{one[1]:>12.0f} {one[1] / floor[1]:>7.3g}{three[1]:>12.0f} {three[1] / floor[1]:>7.3g}")
     if args.servers:
         print("tasks are created round-robin over the replicas and polled through the next one (across replicas);"
               " memory with 3 replicas shares no tasks, so there each task is polled on the replica that created it")

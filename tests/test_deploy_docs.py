@@ -17,7 +17,7 @@ from mcp_agent_kit import __version__
 from mcp_agent_kit.a2a import Agent
 from mcp_agent_kit.a2a.cli import parser as a2a_parser
 from mcp_agent_kit.a2a.engine import TaskEngine
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
+from mcp_agent_kit.a2a.store import KIND, TaskStore
 from mcp_agent_kit.gateway.cli import gateway_parser
 from mcp_agent_kit.scaffold.names import derive
 from mcp_agent_kit.scaffold.origin import Origin
@@ -107,7 +107,7 @@ def test_the_failed_task_json_is_what_a_replica_answers() -> None:
     (text,) = fenced("json")
     documented = json.loads(text)
     store = MemoryStore()
-    engine = TaskEngine(Agent(), SharedTaskStore(store, "replica-2", 1.0))
+    engine = TaskEngine(Agent(), TaskStore(store, "replica-2", 1.0))
     try:
         user = {"messageId": "m-1", "contextId": "c-1", "taskId": "t-1", "role": "ROLE_USER",
                 "parts": [{"text": "wait"}]}

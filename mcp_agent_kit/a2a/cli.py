@@ -7,8 +7,8 @@ are the older spelling of `--http`, hidden from --help but still accepted. Rules
 and wiring only; refuses a non-loopback bind without a token unless told `--insecure`
 (cli_common.check_public_bind, the rule `serve` shares); user
 mistakes are one stderr line (cli_common). `--store sqlite:///path` or `postgresql://...` shares the
-tasks with every replica on that store (a2a.shared_store); a bare `--store PATH` is the older
-one-process sqlite file (a2a.sqlite_store).
+tasks with every replica on that store (a2a.store); a bare `--store PATH` is the older spelling
+of `sqlite:///PATH` (no shared secret asked for), a file of the older format migrated on open (a2a.task_file).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 
 from mcp_agent_kit.a2a.engine import Agent, TaskEngine
 from mcp_agent_kit.a2a.http import MAX_BODY, principal_for, serve
-from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore
+from mcp_agent_kit.a2a.store import SHARED_MAX_PER_OWNER, SHARED_MAX_TASKS, TaskStore
 from mcp_agent_kit.cli_common import (
     USAGE,
     CliError,
@@ -56,23 +56,22 @@ def build_agent(target: object) -> Agent:
 
 
 def is_legacy_path(value: str | None) -> bool:
-    """`--store tasks.db` (no URL scheme): the older one-process sqlite task file."""
+    """`--store tasks.db` (no URL scheme): the older spelling of `--store sqlite:///tasks.db`."""
     return bool(value) and "://" not in str(value) and value not in ("memory:",)
 
 
 def build_store(args: argparse.Namespace) -> TaskStore:
-    """The task store `--store` names: memory, the older sqlite file, or tasks shared on a store.Store."""
+    """The task store `--store` names: memory, or tasks on a store.Store (a bare PATH: sqlite:///PATH)."""
     if is_legacy_path(args.store):
-        from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
+        from mcp_agent_kit.a2a.task_file import open_task_file
+        from mcp_agent_kit.cli_common import replica_id
 
-        return SqliteTaskStore(args.store)
+        return open_task_file(args.store, replica_id(), args.store_lease)
     options = store_from_args(args)
     if not options.store.shared:
-        options.store.close()
-        return MemoryTaskStore()  # the in-process default, as fast as ever
-    from mcp_agent_kit.a2a.shared_store import SharedTaskStore
-
-    return SharedTaskStore(options.store, options.replica, options.lease_s)
+        return TaskStore(options.store)  # memory: one process, nothing leased or logged
+    return TaskStore(options.store, options.replica, options.lease_s, max_tasks=SHARED_MAX_TASKS,
+                     max_per_owner=SHARED_MAX_PER_OWNER)
 
 
 def parser() -> Parser:
@@ -159,7 +158,7 @@ def acp_main(argv: list[str]) -> int:
     except AcpError as exc:
         return fail(f"cannot start the ACP agent {command[0]!r}: {exc}", "check the command after --")
     try:
-        engine = TaskEngine(AcpBridge(acp, turns, cwd), MemoryTaskStore())
+        engine = TaskEngine(AcpBridge(acp, turns, cwd), TaskStore())
         return serve(engine, host, port, tokens=tokens)
     except (OSError, OverflowError) as exc:
         return listen_failed(host, port, exc)

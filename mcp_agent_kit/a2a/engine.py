@@ -5,8 +5,13 @@ exists) and does the work through a Job on a bounded core.worker_pool.WorkerPool
 threads; more work waits in its queue, its task `submitted`), at most `max_running_per_owner`
 jobs per principal at once (more are refused with an Internal error). Every state change passes the lifecycle
 table; every event is published under one lock to each subscriber queue of its task, so all streams
-of a task see the same events in the same order, and a task outlives its streams. Rules: no sockets,
-no JSON encoding, no HTTP; results are plain ProtoJSON dicts.
+of a task see the same events in the same order, and a task outlives its streams. Tasks live in
+one repository (a2a.store.TaskStore) on any store.Store; how far they are shared is a strategy
+picked once: a TaskStore with a replica id gets a2a.replication (idempotency claims, event logs
+every replica tails, leases), one without (the in-memory default) gets OneProcess, where all of
+that is a no-op and a restart fails the tasks caught mid-run. Rules: no sockets, no JSON
+encoding, no HTTP; results are plain ProtoJSON dicts; a task read from the store is changed only
+by assigning new values to its top-level keys (store bodies are immutable).
 """
 
 from __future__ import annotations
@@ -31,9 +36,8 @@ from mcp_agent_kit.a2a.messages import (
     text_part,
 )
 from mcp_agent_kit.a2a.protocol import CANCELED, COMPLETED, FAILED, SUBMITTED, A2AError, now_iso
-from mcp_agent_kit.a2a.replication import LAPSED, Replication
-from mcp_agent_kit.a2a.shared_store import Conflict, SharedTaskStore
-from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore, view
+from mcp_agent_kit.a2a.replication import LAPSED, OneProcess, Replication
+from mcp_agent_kit.a2a.store import Conflict, TaskStore, view
 from mcp_agent_kit.core.worker_pool import DEFAULT_WORKERS, WorkerPool
 from mcp_agent_kit.store.base import StoreError
 
@@ -53,7 +57,7 @@ class TaskEngine:
     def __init__(self, agent: Agent, store: TaskStore | None = None, *, wait_timeout: float = 300.0,
                  workers: int = DEFAULT_WORKERS, max_running_per_owner: int = 1_000) -> None:
         self.agent = agent
-        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.store = store if store is not None else TaskStore()
         self.wait_timeout = wait_timeout
         self.pool = WorkerPool(workers, name="a2a-task")
         self.max_running_per_owner = max_running_per_owner
@@ -61,17 +65,18 @@ class TaskEngine:
         self._lock = threading.RLock()
         self._subs: dict[str, list[queue.SimpleQueue[Event]]] = {}
         self._jobs: dict[str, Job] = {}
-        self.replicas: Replication | None = None  # set on a shared store: other processes serve these tasks too
-        if isinstance(self.store, SharedTaskStore):
+        self._latest: dict[str, dict[str, Any]] = {}  # task id -> as this engine last wrote it, while its job runs
+        self.replicas: Replication | OneProcess
+        if self.store.replica:  # other processes serve these tasks too
             self.store.lease_to(self._jobs)
             self.replicas = Replication(self.store, self._cancels, self._lapsed)
         else:
+            self.replicas = OneProcess()
             self._recover()
 
     def close(self) -> None:
         """Stop the lease thread (on a shared store) and close the store."""
-        if self.replicas is not None:
-            self.replicas.close()
+        self.replicas.close()
         self.store.close()
 
     # ---- public operations (called by the bindings) ------------------------------------------
@@ -84,7 +89,7 @@ class TaskEngine:
         immediate = flag_param(config, "returnImmediately", "return_immediately")
         history_length = count_param(config, "historyLength", "history_length")
         check_media_types(message, self.agent.accepted_media_types())
-        if self.replicas is not None and not self.replicas.claim(owner, message["messageId"]):
+        if not self.replicas.claim(owner, message["messageId"]):
             return self._again(owner, message["messageId"], stream, immediate, history_length)
         try:
             with self._lock:
@@ -93,8 +98,7 @@ class TaskEngine:
                 job, snapshot = self._open(owner, message)
                 self._running[owner] = self._running.get(owner, 0) + 1
         except BaseException:
-            if self.replicas is not None:
-                self.replicas.unclaim(owner, message["messageId"])
+            self.replicas.unclaim(owner, message["messageId"])
             raise
         try:
             work = self.agent.accept(message, snapshot)
@@ -107,8 +111,8 @@ class TaskEngine:
                 self._ran(owner)
                 if job.task_id is not None:
                     self._jobs.pop(job.task_id, None)
-            if self.replicas is not None:
-                self.replicas.unclaim(owner, message["messageId"])
+                    self._latest.pop(job.task_id, None)
+            self.replicas.unclaim(owner, message["messageId"])
             raise
         self.pool.submit(lambda: self._run(job, work))  # waiting for a worker, the task stays submitted
         if stream:
@@ -139,7 +143,7 @@ class TaskEngine:
             task = self._owned(owner, params)
             if task["status"]["state"] in lifecycle.TERMINAL:
                 raise _ended("UnsupportedOperation", task)
-            if self.replicas is not None:
+            if self.replicas.shared:
                 return self._tail(task, lambda state: state in lifecycle.TERMINAL)
             self._subs.setdefault(task["id"], []).append(sink)
             sink.put({"task": view(task)})
@@ -148,7 +152,7 @@ class TaskEngine:
     def _tail(self, task: dict[str, Any], done: Callable[[str], bool], timeout: float | None = None,
               history_length: int | None = None) -> Iterator[Event]:
         """Shared store: the task as read, then its logged events from any replica (see replication)."""
-        assert self.replicas is not None
+        assert isinstance(self.replicas, Replication)
         events = self.replicas.tail(task["id"], task.get("_events", 0), done, KEEPALIVE_S, timeout)
 
         def stream() -> Generator[Event, None, None]:
@@ -160,7 +164,7 @@ class TaskEngine:
     def _again(self, owner: str, message_id: str, stream: bool, immediate: bool,
                history_length: int | None) -> dict[str, Any] | Iterator[Event]:
         """A message some replica received before (same messageId): its outcome, never a second run."""
-        assert self.replicas is not None
+        assert isinstance(self.replicas, Replication)
         outcome = self.replicas.outcome(owner, message_id, self.wait_timeout)
         if outcome is None:
             raise A2AError("Internal", detail=f"message {message_id} is still being accepted; retry later")
@@ -219,23 +223,23 @@ class TaskEngine:
             task = self._load(str(job.task_id))
             job.message.update(taskId=task["id"], contextId=task["contextId"])
             task["history"] = [*task.get("history", []), job.message]
-            if self.replicas is not None:  # taken: other replicas refuse another continuation until it moves
-                task["_continuing"] = time.time() + self.replicas.tasks.lease_s
+            task["_continuing"] = time.time() + self.store.lease_s  # taken: no other continuation until it moves
             try:
                 self.store.save(task)  # on a shared store, this claims the task (a lease) for this replica
             except Conflict:
                 raise A2AError("UnsupportedOperation", f"Task {task['id']} is being continued on another replica;"
                                " wait for it to ask for input", {"taskId": task["id"]}) from None
-            if self.replicas is not None:
-                self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task["id"]})
+            self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task["id"]})
+            self._latest[task["id"]] = task
             self._subs.setdefault(task["id"], []).append(job.sink)
             job.sink.put({"task": view(task)})
 
     def _create(self, job: Job) -> dict[str, Any]:
-        """The job's task, created SUBMITTED on first use (caller holds the lock or is the only user)."""
+        """The job's task, created SUBMITTED on first use (caller holds the lock or is the only user).
+        Its latest copy here may be stale (another replica wrote since): saves are compare-and-set."""
         with self._lock:
             if job.task_id is not None:
-                return self._load(job.task_id)
+                return self._latest.get(job.task_id) or self._load(job.task_id)
             task_id = new_id()
             job.message.update(taskId=task_id, contextId=job.context_id)
             task: dict[str, Any] = {
@@ -252,8 +256,8 @@ class TaskEngine:
                 del self._jobs[task_id]
                 raise A2AError("Internal", detail=f"{exc}") from exc
             job.task_id = task_id
-            if self.replicas is not None:
-                self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task_id})
+            self._latest[task_id] = task
+            self.replicas.resolve(job.owner, job.message["messageId"], {"taskId": task_id})
             self._subs[task_id] = [job.sink]
             job.sink.put({"task": view(task)})
             return task
@@ -262,24 +266,21 @@ class TaskEngine:
     def _status(self, job: Job, state: str, parts: list[dict[str, Any]] | None, pending: Any) -> None:
         with self._lock:
             task = self._create(job)
-            if self.replicas is not None and task["status"]["state"] in lifecycle.TERMINAL:
-                job.cancel.set()  # another replica canceled it (or failed it: our lease had lapsed)
-            if job.cancelled and task["status"]["state"] in lifecycle.TERMINAL:
-                return  # the client canceled; late reports from the work are dropped
+            if _ended_elsewhere(job, task):
+                return  # canceled (or failed: our lease had lapsed); late reports from the work are dropped
             job.reported = state
             self._move(task, state, parts, pending)
 
     def _artifact(self, job: Job, art: dict[str, Any], append: bool, last_chunk: bool) -> None:
         with self._lock:
             task = self._create(job)
+            if _ended_elsewhere(job, task):
+                return
             if task["status"]["state"] in lifecycle.TERMINAL:
-                if job.cancelled or self.replicas is not None:
-                    job.cancel.set()
-                    return
                 raise lifecycle.IllegalTransition(f"task {task['id']} is finished; no more artifacts")
 
             def change(task: dict[str, Any]) -> Event:
-                artifacts = task.setdefault("artifacts", [])
+                artifacts = task["artifacts"] = list(task.get("artifacts", ()))  # a new list: bodies are immutable
                 index = next((i for i, a in enumerate(artifacts) if a["artifactId"] == art["artifactId"]), None)
                 if index is None:
                     artifacts.append(art)
@@ -302,8 +303,7 @@ class TaskEngine:
                 return
             job.replied = True
             reply = agent_message(parts, job.context_id)
-            if self.replicas is not None:
-                self.replicas.resolve(job.owner, job.message["messageId"], {"message": reply})
+            self.replicas.resolve(job.owner, job.message["messageId"], {"message": reply})
             job.sink.put({"message": reply})
 
     def _move(self, task: dict[str, Any], state: str, parts: list[dict[str, Any]] | None, pending: Any = None,
@@ -332,20 +332,16 @@ class TaskEngine:
 
     def _commit(self, task: dict[str, Any], change: Callable[[dict[str, Any]], Event],
                 retry: bool = True) -> dict[str, Any] | None:
-        """Apply `change` to the task, save it and publish the event it returns (lock held). On a shared
-        store the save is compare-and-set: when another replica wrote first, the change is applied
-        again to a fresh copy (with `retry`), or dropped (None) when that write finished the task."""
-        if self.replicas is None:
-            event = change(task)
-            self.store.save(task)
-            self._publish(task["id"], event)
-            return task
+        """Apply `change` to the task, save it and publish the event it returns (lock held). The save
+        is compare-and-set: when another replica wrote first, the change is applied again to a
+        fresh copy (with `retry`), or dropped (None) when that write finished the task."""
         for _ in range(CAS_TRIES):
             event = change(task)
             task["_events"] = task.get("_events", 0) + 1  # the subscriber's start point: events logged so far
             try:
                 self.store.save(task)
             except Conflict:
+                self._latest.pop(task["id"], None)  # changed here but not saved: read again when next needed
                 fresh = self.store.get(task["id"])
                 if fresh is None or fresh["status"]["state"] in lifecycle.TERMINAL or not retry:
                     job = self._jobs.get(task["id"])
@@ -354,6 +350,8 @@ class TaskEngine:
                     return None
                 task = fresh
                 continue
+            if task["id"] in self._jobs:
+                self._latest[task["id"]] = task
             self.replicas.publish(task["id"], event, task["status"]["state"] in lifecycle.TERMINAL)
             self._publish(task["id"], event)
             return task
@@ -384,6 +382,7 @@ class TaskEngine:
                 self._ran(job.owner)
                 if job.task_id is not None and self._jobs.get(job.task_id) is job:
                     del self._jobs[job.task_id]
+                    self._latest.pop(job.task_id, None)
             job.sink.put(_END)
             log.debug("task %s: its job ended%s", job.task_id, " (canceled)" if job.cancel.is_set() else "")
 
@@ -489,6 +488,16 @@ class TaskEngine:
             for task in self.store.unfinished():
                 if task["status"]["state"] not in lifecycle.INTERRUPTED:
                     self._move(task, FAILED, [text_part("The server restarted while this task was running")])
+
+
+def _ended_elsewhere(job: Job, task: dict[str, Any]) -> bool:
+    """The task is finished but not by the job's own report: canceled by a client, or failed by
+    another replica (our lease lapsed). The job is told to stop; its further reports are dropped."""
+    if task["status"]["state"] not in lifecycle.TERMINAL or (job.reported in lifecycle.TERMINAL
+                                                              and not job.cancelled):
+        return False
+    job.cancel.set()
+    return True
 
 
 def _ended(kind: str, task: dict[str, Any]) -> A2AError:

@@ -1,6 +1,6 @@
 """listing: ListTasks — filter checks, opaque cursor pagination and the response shape.
 
-Rules: reads the store through `TaskStore.query` only; the caller holds the engine lock. The cursor is
+Rules: reads the store through `TaskStore.query` only (a2a.store); the caller holds the engine lock. The cursor is
 base64url JSON of the last (status timestamp, id) returned, so pages stay stable while tasks change.
 """
 

@@ -1,6 +1,6 @@
 """replication: what makes A2A replicas behind one load balancer act as one agent.
 
-Over a SharedTaskStore: every event of a task is appended to the channel `task:a2a_tasks:<id>` and
+Over a shared TaskStore: every event of a task is appended to the channel `task:a2a_tasks:<id>` and
 notified, so a subscriber on any replica tails the log in order (woken by the notification, polling
 every POLL_S as the fallback); one background thread per engine keeps the leases of the tasks
 this replica runs (store.leases.LeaseKeeper: renewed every lease/3; a task whose lease lapsed,
@@ -9,6 +9,7 @@ replica (the job's cancel event is set), purges expired records and drops the ev
 this replica finished LOG_GRACE_S after (a subscriber still behind then ends at the task's
 recorded final state); idempotency claims (store.claims, key `a2a:<owner>:<messageId>`) make a
 retried message run once across replicas.
+OneProcess is its counterpart for tasks no other process shares (the engine picks one of the two).
 Rules: no HTTP, no protocol errors; knows the engine only through the callables it is given.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from mcp_agent_kit.a2a.lifecycle import TERMINAL
 from mcp_agent_kit.a2a.protocol import SUBMITTED, WORKING
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore, task_of
+from mcp_agent_kit.a2a.store import KIND, TaskStore, task_of
 from mcp_agent_kit.logs import logger
 from mcp_agent_kit.store.base import StoreError
 from mcp_agent_kit.store.claims import IDEMPOTENCY, Claims
@@ -49,7 +50,9 @@ def claim_key(owner: str, message_id: str) -> str:
 class Replication:
     """Event logs, leases, remote cancels and idempotency for one engine on a shared store."""
 
-    def __init__(self, tasks: SharedTaskStore, jobs: Callable[[], dict[str, threading.Event]],
+    shared = True
+
+    def __init__(self, tasks: TaskStore, jobs: Callable[[], dict[str, threading.Event]],
                  on_lapsed: Callable[[dict[str, Any]], None]) -> None:
         self.tasks = tasks
         self.store = tasks.store
@@ -179,3 +182,24 @@ class Replication:
         self._wake.set()
         self._unsubscribe()
         self._thread.join(timeout=5.0)
+
+
+class OneProcess:
+    """Replication's counterpart when no other process shares the tasks: nothing to claim, log or lease."""
+
+    shared = False
+
+    def claim(self, owner: str, message_id: str) -> bool:
+        return True  # a repeated messageId runs again, as it always has in one process
+
+    def resolve(self, owner: str, message_id: str, body: dict[str, Any]) -> None:
+        pass
+
+    def unclaim(self, owner: str, message_id: str) -> None:
+        pass
+
+    def publish(self, task_id: str, event: Event, final: bool = False) -> None:
+        pass  # the engine's own subscriber queues are every subscriber there is
+
+    def close(self) -> None:
+        pass

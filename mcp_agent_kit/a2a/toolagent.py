@@ -70,9 +70,17 @@ class ToolAgent(Agent):
         self.name = registry.title or registry.name
         self.description = description or registry.description or f"{self.name}: MCP tools served as A2A skills"
         self.version = registry.version
+        self._media: tuple[object, frozenset[str]] = (None, frozenset())  # (the listing it is for, the types)
 
     def skills(self) -> list[dict[str, Any]]:
         return [skill_for(tool) for tool in self.registry.listing("tools")]
+
+    def accepted_media_types(self) -> frozenset[str]:
+        """Agent's answer, worked out again only when the registry's tool listing (a cached snapshot) changes."""
+        tools = self.registry.listing("tools")
+        if self._media[0] is not tools:
+            self._media = (tools, super().accepted_media_types())
+        return self._media[1]
 
     def extensions(self) -> list[dict[str, Any]]:
         tools = {}

@@ -13,6 +13,11 @@ sequence numbers per channel, for SSE subscribers on any replica) and carries no
 (`notify`/`subscribe`: best effort, at most once, a wake-up hint only — receivers re-read the
 store, and poll as the fallback, so a lost notification costs latency, never correctness).
 
+Bodies are values: a body (or an event) is immutable once written. A caller that changes a record
+builds a new body (`{**record.body, "status": ...}`) and writes it, and never mutates a body it
+gave to a store or read from one — the memory backend keeps and hands out the very objects it is
+given (no copies), the SQL backends copy through JSON.
+
 Rules: standard library only here; backends beyond memory and sqlite import their driver only when
 opened; no protocol knowledge (no MCP, A2A or ACP shapes): callers own their bodies; every method
 is thread-safe; a backend raises StoreError (never its driver's exceptions) for a refused or
@@ -81,13 +86,14 @@ class Store(Protocol):
 
     def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
               states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
-              limit: int = 100) -> Page:
-        """Records of `kind` matching every filter given, sorted by (order, key) descending;
-        `before` = the (order, key) of the previous page's last record. `total` counts all matches
-        of the filters (before `before` and `limit`)."""
+              limit: int = 100, oldest_first: bool = False) -> Page:
+        """Records of `kind` matching every filter given, sorted by (order, key) descending (with
+        `oldest_first`, ascending); `before` = the (order, key) of the previous page's last record
+        (the page goes on past it in the sort's direction). `total` counts all matches of the
+        filters (before `before` and `limit`)."""
 
     def count(self, kind: str, *, owner: str | None = None, states: Iterable[str] | None = None) -> int:
-        """How many records of `kind` match."""
+        """How many records of `kind` match (memory: from counters kept on write, never a scan)."""
 
     # ---- leases ---------------------------------------------------------------------------
     def renew(self, kind: str, keys: Iterable[str], holder: str, lease_s: float) -> int:

@@ -195,11 +195,11 @@ class PostgresStore(SqlRecords):
 
     def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
               states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
-              limit: int = 100) -> Page:
+              limit: int = 100, oldest_first: bool = False) -> Page:
         filters, params = sql.where("%s", kind, owner, group, states)
         with self._conn() as conn, conn.transaction():
             total = conn.execute(f"SELECT COUNT(*) FROM records WHERE {filters}", params).fetchone()
-            rows = conn.execute(sql.page_sql("%s", filters, before is not None),
+            rows = conn.execute(sql.page_sql("%s", filters, before is not None, oldest_first),
                                 sql.page_params(params, before, limit)).fetchall()
         return Page([sql.row_record(row) for row in rows], int(total[0]) if total else 0)
 

@@ -84,9 +84,10 @@ def where(p: str, kind: str, owner: str | None = None, group: str | None = None,
     return " AND ".join(clauses), params
 
 
-def page_sql(p: str, filters: str, before: bool) -> str:
-    after = f" AND (ord < {p} OR (ord = {p} AND key < {p}))" if before else ""
-    return f"SELECT {COLUMNS} FROM records WHERE {filters}{after} ORDER BY ord DESC, key DESC LIMIT {p}"
+def page_sql(p: str, filters: str, before: bool, oldest_first: bool = False) -> str:
+    past, way = (">", "ASC") if oldest_first else ("<", "DESC")
+    after = f" AND (ord {past} {p} OR (ord = {p} AND key {past} {p}))" if before else ""
+    return f"SELECT {COLUMNS} FROM records WHERE {filters}{after} ORDER BY ord {way}, key {way} LIMIT {p}"
 
 
 def page_params(params: list[Any], before: tuple[str, str] | None, limit: int) -> list[Any]:

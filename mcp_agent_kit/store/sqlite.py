@@ -143,13 +143,13 @@ class SqliteStore(SqlRecords):
 
     def query(self, kind: str, *, owner: str | None = None, group: str | None = None,
               states: Iterable[str] | None = None, before: tuple[str, str] | None = None,
-              limit: int = 100) -> Page:
+              limit: int = 100, oldest_first: bool = False) -> Page:
         filters, params = sql.where("?", kind, owner, group, states)
         with self._tx() as db:  # one read transaction: the total and the page agree
             db.execute("BEGIN")
             try:
                 total = db.execute(f"SELECT COUNT(*) FROM records WHERE {filters}", params).fetchone()[0]
-                rows = db.execute(sql.page_sql("?", filters, before is not None),
+                rows = db.execute(sql.page_sql("?", filters, before is not None, oldest_first),
                                   sql.page_params(params, before, limit)).fetchall()
             finally:
                 db.execute("COMMIT")

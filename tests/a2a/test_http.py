@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.a2a.http import A2AServer
-from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
+from mcp_agent_kit.a2a.task_file import open_task_file
 from mcp_agent_kit.loader import load_target
 
 from . import agents
@@ -225,15 +225,15 @@ def test_cli_serves_the_metrics_example(tmp_path: Path) -> None:
 # ---- durability -------------------------------------------------------------------------------------
 def test_sqlite_store_survives_a_restart(tmp_path: Path) -> None:
     path = str(tmp_path / "tasks.db")
-    server = start(load_target(METRICS), SqliteTaskStore(path))
+    server = start(load_target(METRICS), open_task_file(path, "replica", 30.0))
     live = Live(server)
     done = [live.rpc("SendMessage", {"message": user_message(call([n, 1]))})["result"]["task"] for n in range(3)]
     waiting = live.rpc("SendMessage", {"message": user_message({"data": {"skill": "calculate_metrics"}})})
     waiting_task = waiting["result"]["task"]
     stop(server)
-    server.engine.store.close()
+    server.engine.close()
 
-    again = start(load_target(METRICS), SqliteTaskStore(path))
+    again = start(load_target(METRICS), open_task_file(path, "replica", 30.0))
     try:
         live = Live(again)
         listed = live.rpc("ListTasks", {"pageSize": 2})["result"]
@@ -251,4 +251,4 @@ def test_sqlite_store_survives_a_restart(tmp_path: Path) -> None:
         assert finished["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         stop(again)
-        again.engine.store.close()
+        again.engine.close()

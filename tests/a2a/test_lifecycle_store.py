@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from mcp_agent_kit.a2a import lifecycle
 from mcp_agent_kit.a2a.listing import list_tasks
 from mcp_agent_kit.a2a.protocol import now_iso, parse_iso
-from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
 from mcp_agent_kit.a2a.store import MemoryTaskStore, TaskStore
+from mcp_agent_kit.a2a.task_file import open_task_file
 from mcp_agent_kit.store import StoreError
 
 STATES = sorted(lifecycle.STATES)
@@ -61,7 +61,7 @@ def _task(n: int, state: str = "TASK_STATE_COMPLETED", owner: str = "", context:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> TaskStore:
     if request.param == "memory":
         return MemoryTaskStore()
-    return SqliteTaskStore(str(tmp_path / "s.db"))
+    return open_task_file(str(tmp_path / "s.db"), "replica", 30.0)
 
 
 def test_insert_never_overwrites(store: TaskStore) -> None:
@@ -138,12 +138,11 @@ def test_a_subscriber_that_falls_behind_is_dropped_and_memory_stays_bounded() ->
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_finished_tasks_make_room_and_only_unfinished_ones_refuse(kind: str, tmp_path: Path) -> None:
-    def make() -> TaskStore:
-        if kind == "memory":
-            return MemoryTaskStore(max_tasks=6, max_per_owner=3)
-        return SqliteTaskStore(str(tmp_path / "caps.db"), max_tasks=6, max_per_owner=3)
+    """The caps are the repository's, the same on every backend (counted by the store)."""
+    from mcp_agent_kit.store import open_store
 
-    store = make()
+    url = "memory:" if kind == "memory" else f"sqlite:///{tmp_path / 'caps.db'}"
+    store = TaskStore(open_store(url), max_tasks=6, max_per_owner=3)
     for n in range(10):  # alice's finished tasks: her own oldest makes room each time
         store.insert(_task(n, owner="alice"))
     assert [store.get(f"t{n:03d}") is not None for n in range(10)] == [False] * 7 + [True] * 3
@@ -153,9 +152,11 @@ def test_finished_tasks_make_room_and_only_unfinished_ones_refuse(kind: str, tmp
         store.insert(_task(13, state="TASK_STATE_WORKING", owner="bob"))  # bob's own cap, all running
     store.insert(_task(14, owner="carol"))  # the store is full: alice's oldest finished task goes
     assert store.get("t007") is None and store.get("t014") is not None
-    if kind == "sqlite":  # the counts survive a restart
+    if kind == "sqlite":  # the counts are the file's: they survive a restart
         store.close()
-        again = make()
+        again = TaskStore(open_store(url), max_tasks=6, max_per_owner=3)
         with pytest.raises(StoreError, match="unfinished"):
             again.insert(_task(15, state="TASK_STATE_WORKING", owner="bob"))
         again.close()
+    else:
+        store.close()

@@ -1,7 +1,7 @@
 """A2A tasks on a shared store.Store: two engines over one store act as two replicas, in one process.
 
 The engines share a store.memory.MemoryStore (the contract's reference backend) through
-a2a.shared_store.SharedTaskStore, each with its own replica id, so every cross-replica path
+a2a.store.TaskStore (with a replica id), each with its own replica id, so every cross-replica path
 (reads, cancel, leases, idempotency, event logs, continuation claims) runs here in milliseconds;
 tests/store/test_a2a_replicas.py runs the same over real processes, sqlite and PostgreSQL.
 """
@@ -19,9 +19,7 @@ import pytest
 from mcp_agent_kit.a2a import A2AError, Agent, Job
 from mcp_agent_kit.a2a.cli import build_store, main, parser
 from mcp_agent_kit.a2a.engine import TaskEngine, Work
-from mcp_agent_kit.a2a.shared_store import KIND, SharedTaskStore
-from mcp_agent_kit.a2a.sqlite_store import SqliteTaskStore
-from mcp_agent_kit.a2a.store import MemoryTaskStore as OneProcess
+from mcp_agent_kit.a2a.store import KIND, TaskStore
 from mcp_agent_kit.store.base import Record
 from mcp_agent_kit.store.memory import MemoryStore
 
@@ -87,8 +85,8 @@ class Scanned(MemoryStore):
 def pair() -> Iterator[tuple[TaskEngine, TaskEngine, Runs]]:
     store = Scanned()
     agent = Runs()
-    one = TaskEngine(agent, SharedTaskStore(store, "replica-1", LEASE_S))
-    two = TaskEngine(agent, SharedTaskStore(store, "replica-2", LEASE_S))
+    one = TaskEngine(agent, TaskStore(store, "replica-1", LEASE_S))
+    two = TaskEngine(agent, TaskStore(store, "replica-2", LEASE_S))
     yield one, two, agent
     one.close()
     two.close()
@@ -246,10 +244,11 @@ def test_the_a2a_command_opens_the_store_it_is_given(tmp_path: Path, capsys: pyt
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCP_AGENT_KIT_SECRET", raising=False)
     cli = parser()
-    assert isinstance(build_store(cli.parse_args(["x:y"])), OneProcess)
-    assert isinstance(build_store(cli.parse_args(["x:y", "--store", "memory:"])), OneProcess)
+    for argv in (["x:y"], ["x:y", "--store", "memory:"]):  # one process: memory, no replica id
+        alone = build_store(cli.parse_args(argv))
+        assert alone.replica == "" and not alone.store.shared and alone.max_per_owner == 1_000
     older = build_store(cli.parse_args(["x:y", "--store", str(tmp_path / "tasks.db")]))
-    assert isinstance(older, SqliteTaskStore)
+    assert older.replica and older.store.url.endswith("tasks.db")
     older.close()
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     assert main(["examples/a2a_tck_agent.py:agent", "--store", url]) == 2
@@ -258,14 +257,14 @@ def test_the_a2a_command_opens_the_store_it_is_given(tmp_path: Path, capsys: pyt
     (tmp_path / "secret").write_text("s" * 40)
     shared = build_store(cli.parse_args(["x:y", "--store", url, "--secret-file", str(tmp_path / "secret"),
                                          "--store-lease", "5"]))
-    assert isinstance(shared, SharedTaskStore) and shared.lease_s == 5.0
+    assert shared.replica and shared.lease_s == 5.0 and shared.max_per_owner == 10_000
     shared.close()
 
 
 def test_a_store_serves_one_engine_only() -> None:
     """The engine declares its jobs to its store once (lease_to); a second engine on the same
     SharedTaskStore would silently take the leases of the first, so it is refused."""
-    tasks = SharedTaskStore(MemoryStore(), "replica-1", LEASE_S)
+    tasks = TaskStore(MemoryStore(), "replica-1", LEASE_S)
     engine = TaskEngine(Runs(), tasks)
     try:
         with pytest.raises(ValueError, match="already serves an engine; give each engine its own store"):

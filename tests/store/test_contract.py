@@ -39,16 +39,28 @@ def test_insert_with_a_lease(store: Store) -> None:
     assert before + 29 <= got.lease_until <= time.time() + 31
 
 
-def test_bodies_round_trip_as_json_and_are_copies(store: Store) -> None:
+def test_bodies_round_trip_as_json(store: Store) -> None:
     body: dict[str, Any] = {"text": "héllo ✓ \u0000 \n", "n": 12345678901234, "f": 0.5, "ok": True, "none": None,
             "list": [1, {"deep": ["x"]}], "empty": {}}
     assert store.insert(rec("a", body=body))
-    body["list"].append("mutated after insert")
     got = store.get("tasks", "a")
-    assert got is not None and got.body["list"] == [1, {"deep": ["x"]}] and got.body["text"] == "héllo ✓ \u0000 \n"
-    got.body["n"] = 0
-    again = store.get("tasks", "a")
-    assert again is not None and again.body["n"] == 12345678901234
+    assert got is not None and got.body == body and got.body["text"] == "héllo ✓ \u0000 \n"
+    store.append("task:a", body)
+    assert store.events("task:a") == [(1, body)]
+
+
+def test_memory_hands_out_the_bodies_it_keeps_without_copying() -> None:
+    """Bodies are immutable once written (store.base): the memory backend copies none, in or out."""
+    store = open_store("memory:")
+    body: dict[str, Any] = {"list": [1]}
+    event: dict[str, Any] = {"statusUpdate": {}}
+    store.insert(rec("a", body=body))
+    got = store.get("tasks", "a")
+    assert got is not None and got.body is body and store.query("tasks").records[0].body is body
+    changed = store.update(got._replace(body={**body, "n": 1}))
+    assert changed is not None and store.get("tasks", "a") == changed and body == {"list": [1]}
+    store.append("task:a", event)
+    assert store.events("task:a")[0][1] is event
 
 
 def test_update_replaces_body_and_columns_and_bumps_the_version(store: Store) -> None:
@@ -111,6 +123,21 @@ def test_query_pages_with_before_and_total_counts_every_match(store: Store) -> N
     assert store.query("tasks", limit=0).records == [] and store.query("tasks", limit=0).total == 7
 
 
+def test_query_oldest_first_pages_the_other_way(store: Store) -> None:
+    fill(store)
+    seen: list[str] = []
+    before = None
+    while True:
+        page = store.query("tasks", owner="alice", before=before, limit=3, oldest_first=True)
+        assert page.total == 4
+        seen += keys(page)
+        if len(page.records) < 3:
+            break
+        before = (page.records[-1].order, page.records[-1].key)
+    assert seen == ["t0", "t2", "t4", "t6"]
+    assert keys(store.query("tasks", states=["completed", "failed"], oldest_first=True, limit=2)) == ["t1", "t2"]
+
+
 def test_order_is_code_point_order(store: Store) -> None:
     for key, order in [("k1", "a"), ("k2", "B"), ("k3", "é"), ("k4", "z"), ("k5", "10"), ("k6", "9"), ("k7", "a ")]:
         store.insert(rec(key, order=order))
@@ -123,6 +150,11 @@ def test_count(store: Store) -> None:
     assert store.count("tasks") == 7 and store.count("tasks", owner="bob") == 3
     assert store.count("tasks", states=["working"]) == 3 and store.count("tasks", owner="bob", states=["working"]) == 1
     assert store.count("tasks", states=[]) == 0 and store.count("none") == 0
+    t0 = store.get("tasks", "t0")
+    assert t0 is not None and store.update(t0._replace(owner="bob", state="completed", expires=1.0))
+    assert store.count("tasks", owner="bob") == 4 and store.count("tasks", states=["working"]) == 2
+    assert store.delete("tasks", "t1") and store.count("tasks", owner="bob", states=["completed"]) == 1
+    assert store.purge("tasks", 2.0) == 1 and store.count("tasks") == 5 and store.count("tasks", owner="bob") == 2
 
 
 # ---- leases and purge ----------------------------------------------------------------------------
