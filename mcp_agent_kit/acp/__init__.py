@@ -4,8 +4,9 @@ and a framework for writing an agent in plain Python.
 Client side: client (AcpAgent: spawn, initialize, authenticate, sessions), session (prompt turns and
 their TurnResult), events (typed `session/update` events), permissions (who answers
 `session/request_permission`), files and terminals (the client's `fs/*` and `terminal/*` methods,
-confined), errors. Agent side: agent (Agent, registered handlers, `run()` on stdio), agent_connection,
-agent_session (session stores), turn (one `session/prompt` as the author sees it), updates (builders).
+confined), errors. Agent side: agent (Agent, registered handlers, `run()` on stdio, `serve()` per client), agent_link
+(one client connection's state), agent_params (params checks), agent_connection, agent_session
+(session stores), turn (one `session/prompt` as the author sees it), updates (builders).
 Both sit on connection (a bidirectional JSON-RPC peer over newline-delimited streams); cli is
 `mcp-agent-kit acp probe|prompt|chat`. The client's public names load lazily from here (`from
 mcp_agent_kit.acp import AcpAgent`), so importing the package costs nothing; an agent author imports

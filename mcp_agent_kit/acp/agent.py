@@ -12,25 +12,36 @@ copies the session's current history, config and state under a new id), `agent.c
 file each so a new process can load them). Handler errors become a JSON-RPC error for that
 request; the agent keeps serving. stdout carries protocol JSON only: `run()` points `sys.stdout`
 at stderr, so a stray print cannot corrupt the stream.
-Rules: the method table is built from registrations; no protocol field is spelt outside wire/,
-acp.updates and this module's handlers; imports `wire`, `logs` and acp siblings only.
+One Agent serves any number of clients at once: `agent.serve(reader, writer)` serves one connection
+over two binary streams and returns when that client closed its end (call it from as many threads
+as there are clients; `run()` is `serve` on stdio). The Agent keeps only what its clients share
+(registrations, config options, the session store, which sessions have a turn running); each
+connection gets its own state (acp.agent_link: the client's capabilities, the sessions open on it,
+its turns). A session belongs to the connections that opened it (`session/new`, `session/fork`, or
+`session/load`, which may open it on a second connection while it is idle, not while another
+connection's turn runs in it); one turn runs in a session at a time, and a turn's updates and
+requests go to the connection that sent its prompt, and nowhere else. `session/cancel` and
+`session/close` reach only that connection's own turns.
+Rules: the method table is built from registrations, one per connection; no protocol field is spelt
+outside wire/, acp.updates and this module's handlers; imports `wire`, `logs` and acp siblings only.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import threading
-import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Any, TypeVar
 
+import mcp_agent_kit.acp.agent_params as check
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp import updates
 from mcp_agent_kit.acp.agent_connection import AgentConnection
+from mcp_agent_kit.acp.agent_link import AgentLink, current
 from mcp_agent_kit.acp.agent_session import AgentSession, AgentSessionStore, JsonSessionStore, MemorySessionStore, now
 from mcp_agent_kit.acp.connection import Connection
 from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, ClientRequestError, Permission, ToolCall, Turn
@@ -73,57 +84,6 @@ class ConfigOption:
         return data
 
 
-def _object(params: Any) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise RpcError(wire.INVALID_PARAMS, "params must be an object")
-    return params
-
-
-def _string(params: dict[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise RpcError(wire.INVALID_PARAMS, f"{key} must be a non-empty string")
-    return value
-
-
-def _absolute(params: dict[str, Any], key: str) -> str:
-    value = _string(params, key)
-    if not os.path.isabs(value):
-        raise RpcError(wire.INVALID_PARAMS, f"{key} must be an absolute path, got {value!r}")
-    return value
-
-
-def _directories(params: dict[str, Any]) -> list[str]:
-    value = params.get("additionalDirectories", [])
-    if not isinstance(value, list) or not all(isinstance(d, str) and os.path.isabs(d) for d in value):
-        raise RpcError(wire.INVALID_PARAMS, "additionalDirectories must be a list of absolute paths")
-    if not isinstance(params.get("mcpServers", []), list):
-        raise RpcError(wire.INVALID_PARAMS, "mcpServers must be a list")
-    return list(value)
-
-
-def _servers(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The McpServer entries the client handed on (checked to be a list by _directories)."""
-    return [server for server in params.get("mcpServers") or [] if isinstance(server, dict)]
-
-
-def _json_checked(handler: MethodHandler) -> MethodHandler:
-    """An author's handler whose result must be JSON (else -32603 names the problem, instead of a
-    reply that cannot be written)."""
-
-    def checked(params: dict[str, Any]) -> Any:
-        result = handler(params)
-        try:
-            json.dumps(result, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise RpcError(wire.INTERNAL_ERROR, f"the handler's result is not JSON: {exc}") from None
-        return result
-
-    return checked
-
-
 class Agent:
     """An ACP agent: register handlers, then `run()` (stdio) or `serve(reader, writer)`."""
 
@@ -139,19 +99,32 @@ class Agent:
         self.prompt_capabilities = dict(prompt_capabilities or {})
         self.mcp_capabilities = dict(mcp_capabilities or {})
         self.request_timeout, self.permission_timeout, self.max_line = request_timeout, permission_timeout, max_line
-        self.client_capabilities: dict[str, Any] = {}
-        self.client_info: dict[str, Any] | None = None
-        self.initialized = False
         self.options: dict[str, ConfigOption] = {}
         self._prompt: PromptHandler | None = None
         self._hooks: dict[str, Callable[..., Any] | None] = {}  # enabled optional method -> its hook
         self._methods: dict[str, MethodHandler] = {}  # the author's own `_` methods
-        self._turns: dict[str, Turn] = {}
-        self._open: set[str] = set()  # sessions opened in this process (session/new, session/load)
-        self._arriving: dict[str, threading.Event] = {}  # prompts received, not yet started: their cancel flag
+        self._running: dict[str, AgentLink] = {}  # session id -> the connection whose turn runs in it
+        self._links: weakref.WeakSet[AgentLink] = weakref.WeakSet()  # the connections being served
+        self._latest: AgentLink | None = None
         self._lock = threading.Lock()
         self._log = logs.logger("mcp_agent_kit.acp.agent").warning
-        self.connection: Connection | None = None
+
+    # ---- the connection at hand (per-connection state lives in acp.agent_link) ---------------
+    def _here(self) -> AgentLink | None:
+        """The connection whose request runs on this thread, else the latest one made."""
+        return current() or self._latest
+
+    @property
+    def connection(self) -> Connection | None:
+        """The connection whose request is being handled on this thread, else the latest one made."""
+        link = self._here()
+        return link.connection if link is not None else None
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client of `connection` advertised in `initialize`."""
+        link = self._here()
+        return link.client_capabilities if link is not None else {}
 
     # ---- registration -----------------------------------------------------------------------
     def prompt(self, fn: PromptHandler) -> PromptHandler:
@@ -227,41 +200,42 @@ class Agent:
             found["sessionCapabilities"] = table
         return found
 
-    def handlers(self) -> dict[str, Callable[[Any], Any]]:
-        """The request method table: the baseline, the enabled optional methods, the author's own."""
-        rows: dict[str, Callable[[dict[str, Any]], Any]] = {
+    def handlers(self, link: AgentLink) -> dict[str, Callable[[Any], Any]]:
+        """One connection's request method table: the baseline, the enabled optional methods, the author's own."""
+        rows: dict[str, Callable[[AgentLink, dict[str, Any]], Any]] = {
             wire.SESSION_NEW: self._new, wire.SESSION_PROMPT: self._run_prompt,
             wire.SESSION_LOAD: self._load, wire.SESSION_LIST: self._list, wire.SESSION_CLOSE: self._close,
             wire.SESSION_SET_CONFIG_OPTION: self._set_config, wire.SESSION_FORK: self._fork,
         }
-        table: dict[str, Callable[[Any], Any]] = {wire.INITIALIZE: self._initialize}
+        table: dict[str, Callable[[Any], Any]] = {wire.INITIALIZE: link.bind(partial(self._initialize, link))}
         for method, handler in rows.items():
             if method in (wire.SESSION_NEW, wire.SESSION_PROMPT) or method in self._hooks:
-                table[method] = self._after_initialize(handler)
+                table[method] = self._after_initialize(link, partial(handler, link))
         for method, custom in self._methods.items():
-            table[method] = self._after_initialize(_json_checked(custom))
+            table[method] = self._after_initialize(link, check.json_checked(custom))
         return table
 
-    def _after_initialize(self, handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]:
+    @staticmethod
+    def _after_initialize(link: AgentLink, handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]:
         def guarded(params: Any) -> Any:
-            if not self.initialized:
+            if not link.initialized:
                 raise RpcError(wire.INVALID_REQUEST, "call initialize first")
-            return handler(_object(params))
+            return handler(check.as_object(params))
 
-        return guarded
+        return link.bind(guarded)
 
-    # ---- handlers ---------------------------------------------------------------------------
-    def _initialize(self, params: Any) -> dict[str, Any]:
-        p = _object(params)
+    # ---- handlers (each gets the connection's link) -----------------------------------------
+    def _initialize(self, link: AgentLink, params: Any) -> dict[str, Any]:
+        p = check.as_object(params)
         version = p.get("protocolVersion")
         if type(version) is not int:
             raise RpcError(wire.INVALID_PARAMS, "protocolVersion must be an integer (ACP v1 is 1)")
         capabilities, info = p.get("clientCapabilities", {}), p.get("clientInfo")
         if not isinstance(capabilities, dict):
             raise RpcError(wire.INVALID_PARAMS, "clientCapabilities must be an object")
-        self.client_capabilities = capabilities
-        self.client_info = info if isinstance(info, dict) else None
-        self.initialized = True
+        link.client_capabilities = capabilities
+        link.client_info = info if isinstance(info, dict) else None
+        link.initialized = True
         return {"protocolVersion": wire.PROTOCOL_VERSION, "agentCapabilities": self.capabilities(),
                 "agentInfo": self.info, "authMethods": []}
 
@@ -270,52 +244,57 @@ class Agent:
             return {}
         return {"configOptions": [o.to_json(session.config.get(o.id, o.default)) for o in self.options.values()]}
 
-    def _session(self, params: dict[str, Any], *, stored: bool = False) -> AgentSession:
-        """The session `params.sessionId` names: one opened in this process (by session/new or
-        session/load), or with `stored`, any the store holds. -32002 otherwise."""
-        session_id = _string(params, "sessionId")
-        session = self.store.get(session_id) if stored or session_id in self._open else None
+    def _session(self, link: AgentLink, params: dict[str, Any], *, stored: bool = False) -> AgentSession:
+        """The session `params.sessionId` names: one opened on this connection (by session/new,
+        session/load or session/fork), or with `stored`, any the store holds. -32002 otherwise."""
+        session_id = check.nonempty_string(params, "sessionId")
+        session = self.store.get(session_id) if stored or session_id in link.open else None
         if session is None:
             why = "unknown session" if stored else "no open session"
             hint = "" if stored or wire.SESSION_LOAD not in self._hooks else " (call session/load first)"
             raise RpcError(wire.RESOURCE_NOT_FOUND, f"{why} {session_id!r}{hint}", {"sessionId": session_id})
         return session
 
-    def _new(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = AgentSession(uuid.uuid4().hex, _absolute(params, "cwd"), _directories(params),
-                          mcp_servers=_servers(params))
+    def _new(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
+        session = AgentSession(uuid.uuid4().hex, check.absolute_path(params, "cwd"), check.directories(params),
+                               mcp_servers=check.servers(params))
         session.config = {o.id: o.default for o in self.options.values()}
         hook = self._hooks.get("new")
         if hook is not None:
             hook(session)
         self.store.put(session)
-        self._open.add(session.session_id)
+        link.open.add(session.session_id)
         return {"sessionId": session.session_id, **self._config_result(session)}
 
-    def _load(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params, stored=True)
-        session.cwd, session.additional_directories = _absolute(params, "cwd"), _directories(params)
-        session.mcp_servers = _servers(params)
+    def _load(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(link, params, stored=True)
+        with self._lock:
+            elsewhere = self._running.get(session.session_id) not in (None, link)
+        if elsewhere:  # its cwd, servers and history belong to that turn until it ends
+            raise RpcError(wire.INVALID_REQUEST, f"a prompt of another connection is running in session "
+                           f"{session.session_id}; load it once that turn ended", {"sessionId": session.session_id})
+        session.cwd, session.additional_directories = check.absolute_path(params, "cwd"), check.directories(params)
+        session.mcp_servers = check.servers(params)
         hook = self._hooks.get(wire.SESSION_LOAD)
         if hook is not None:
             hook(session)
         for update in session.replay_updates():
-            self._notify_update(session.session_id, update)
-        self._open.add(session.session_id)
+            link.notify_update(session.session_id, update)
+        link.open.add(session.session_id)
         return self._config_result(session)
 
-    def _fork(self, params: dict[str, Any]) -> dict[str, Any]:
-        source = self._session(params, stored=True)
-        fork = source.forked(uuid.uuid4().hex, _absolute(params, "cwd"))
-        fork.additional_directories, fork.mcp_servers = _directories(params), _servers(params)
+    def _fork(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
+        source = self._session(link, params, stored=True)
+        fork = source.forked(uuid.uuid4().hex, check.absolute_path(params, "cwd"))
+        fork.additional_directories, fork.mcp_servers = check.directories(params), check.servers(params)
         hook = self._hooks.get(wire.SESSION_FORK)
         if hook is not None:
             hook(source, fork)
         self.store.put(fork)
-        self._open.add(fork.session_id)
+        link.open.add(fork.session_id)
         return {"sessionId": fork.session_id, **self._config_result(fork)}
 
-    def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _list(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
         cwd, cursor = params.get("cwd"), params.get("cursor")
         if cwd is not None and not isinstance(cwd, str):
             raise RpcError(wire.INVALID_PARAMS, "cwd must be a string")
@@ -332,21 +311,21 @@ class Agent:
             result["nextCursor"] = str(start + PAGE)
         return result
 
-    def _close(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        with self._lock:
-            turn = self._turns.get(session.session_id)
+    def _close(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(link, params)
+        with link.lock:
+            turn = link.turns.get(session.session_id)  # only this connection's own turn
         if turn is not None:
             turn.cancel()
         hook = self._hooks.get(wire.SESSION_CLOSE)
         if hook is not None:
             hook(session)
-        self._open.discard(session.session_id)  # kept in the store: session/load reopens it
+        link.open.discard(session.session_id)  # kept in the store: session/load reopens it
         return {}
 
-    def _set_config(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        option_id, value = _string(params, "configId"), params.get("value")
+    def _set_config(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(link, params)
+        option_id, value = check.nonempty_string(params, "configId"), params.get("value")
         option = self.options.get(option_id)
         if option is None:
             raise RpcError(wire.INVALID_PARAMS, f"unknown config option {option_id!r}")
@@ -372,20 +351,11 @@ class Agent:
                 raise RpcError(wire.INVALID_PARAMS, f"{kind} blocks need promptCapabilities.{needed}, not advertised")
         return prompt
 
-    def _arrived(self, method: str, params: Any) -> None:
-        """On the reader thread: a prompt arrived; a cancel behind it must reach it (see _cancel)."""
-        session_id = params.get("sessionId") if isinstance(params, dict) else None
-        if method == wire.SESSION_PROMPT and isinstance(session_id, str):
-            with self._lock:
-                self._arriving.setdefault(session_id, threading.Event())
-
-    def _run_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        raw_id = params.get("sessionId")
+    def _run_prompt(self, link: AgentLink, params: dict[str, Any]) -> dict[str, Any]:
         try:
-            turn = self._start_turn(params)
+            turn = self._start_turn(link, params)
         finally:  # the turn holds the cancel flag now, or the prompt was refused: either way drop it
-            with self._lock:
-                early = self._arriving.pop(raw_id, None) if isinstance(raw_id, str) else None
+            early = link.take_arrival(params.get("sessionId"))
         if early is not None and early.is_set():
             turn.cancelled.set()
         session = turn.session
@@ -394,24 +364,33 @@ class Agent:
             return {"stopReason": self._stop_reason(turn, self._prompt)}
         finally:
             turn.release_terminals(self._log)
+            with link.lock:
+                del link.turns[session.session_id]
             with self._lock:
-                del self._turns[session.session_id]
+                del self._running[session.session_id]
             session.updated_at = now()
             try:
                 self.store.put(session)
             except Exception as exc:
                 self._log(f"saving session {session.session_id} failed: {type(exc).__name__}: {exc}")
 
-    def _start_turn(self, params: dict[str, Any]) -> Turn:
-        session, blocks = self._session(params), self._blocks(params)
-        if self._prompt is None or self.connection is None:
+    def _start_turn(self, link: AgentLink, params: dict[str, Any]) -> Turn:
+        session, blocks = self._session(link, params), self._blocks(params)
+        if self._prompt is None or link.connection is None:
             raise RpcError(wire.INTERNAL_ERROR, "this agent has no prompt handler (register one with @agent.prompt)")
-        with self._lock:
-            if session.session_id in self._turns:
+        with self._lock:  # one turn per session, whichever connection sent it
+            if session.session_id in self._running:
                 raise RpcError(wire.INVALID_REQUEST, f"a prompt is already running in session {session.session_id}")
-            turn = Turn(session, blocks, self.connection, self.client_capabilities,
+            self._running[session.session_id] = link
+        try:
+            turn = Turn(session, blocks, link.connection, link.client_capabilities,
                         request_timeout=self.request_timeout, permission_timeout=self.permission_timeout)
-            self._turns[session.session_id] = turn
+        except BaseException:
+            with self._lock:
+                del self._running[session.session_id]
+            raise
+        with link.lock:
+            link.turns[session.session_id] = turn
         return turn
 
     def _stop_reason(self, turn: Turn, handler: PromptHandler) -> str:
@@ -431,64 +410,51 @@ class Agent:
             raise RpcError(wire.INTERNAL_ERROR, f"the prompt handler returned {stop!r}, not a stop reason")
         return stop
 
-    def _cancel(self, params: Any) -> None:
-        session_id = params.get("sessionId") if isinstance(params, dict) else None
-        with self._lock:
-            turn = self._turns.get(session_id) if isinstance(session_id, str) else None
-            early = self._arriving.get(session_id) if isinstance(session_id, str) else None
-        if turn is not None:
-            turn.cancel()
-        elif early is not None:
-            early.set()  # the prompt is on its way to its thread: it starts cancelled
-        else:
-            self._log(f"session/cancel for {session_id!r}, which has no running prompt: ignored")
-
-    def _notify_update(self, session_id: str, update: dict[str, Any]) -> None:
-        if self.connection is not None:
-            self.connection.notify(wire.SESSION_UPDATE, {"sessionId": session_id, "update": update})
-
     def send_update(self, session: AgentSession, update: dict[str, Any]) -> None:
-        """Send a `session/update` outside a turn (e.g. `available_commands_update` from a session hook)."""
-        self._notify_update(session.session_id, update)
+        """Send a `session/update` outside a turn (e.g. `available_commands_update` from a session hook):
+        from a handler, to the connection it serves; from any other thread, to every connection the
+        session is open on."""
+        here = current()
+        with self._lock:
+            links = [here] if here is not None else [k for k in self._links if session.session_id in k.open]
+        for link in links:
+            link.notify_update(session.session_id, update)
 
     def send_session_info(self, session: AgentSession) -> None:
         """Tell the client the session's title and update time (`session_info_update`)."""
-        self._notify_update(session.session_id, updates.session_info(session.title, session.updated_at))
+        self.send_update(session, updates.session_info(session.title, session.updated_at))
 
     # ---- serving ----------------------------------------------------------------------------
+    def _link(self, reader: IO[bytes], writer: IO[bytes]) -> AgentLink:
+        """A new connection's state, its connection started over the two byte streams."""
+        link = AgentLink(self._log)
+        link.connection = AgentConnection(reader, writer, handlers=self.handlers(link),
+                                          notifications={wire.SESSION_CANCEL: link.cancel},
+                                          on_request=link.arrived, max_line=self.max_line, name="client")
+        with self._lock:
+            self._links.add(link)
+            self._latest = link
+        link.connection.start()
+        return link
+
     def connect(self, reader: IO[bytes], writer: IO[bytes]) -> AgentConnection:
-        """A started connection serving this agent over the two byte streams."""
-        connection = self.connection = AgentConnection(reader, writer, handlers=self.handlers(),
-                                          notifications={wire.SESSION_CANCEL: self._cancel},
-                                          on_request=self._arrived,
-                                          max_line=self.max_line, name="client")
-        connection.start()
+        """A started connection serving this agent over the two byte streams (one more client; see serve)."""
+        connection = self._link(reader, writer).connection
+        assert connection is not None
         return connection
 
-    def _cancel_all(self) -> None:
-        with self._lock:
-            turns = list(self._turns.values())
-        for turn in turns:
-            turn.cancel()
-
     def serve(self, reader: IO[bytes], writer: IO[bytes], shutdown_timeout: float = 5.0) -> int:
-        """Serve until the client closes its end, then give the requests still being handled
-        `shutdown_timeout` s to be answered (their own requests to the client fail at once) before
-        cancelling the running turns. Returns 0."""
-        connection = self.connect(reader, writer)
-        while not connection.join(3600.0):
-            pass
-        self._wait_for_answers(connection, shutdown_timeout)
-        if connection.in_flight:  # still running: cancel the turns, and give them a moment to answer
-            self._cancel_all()
-            self._wait_for_answers(connection, 1.0)
+        """Serve one client over two binary streams until it closes its end, then give its requests
+        still being handled `shutdown_timeout` s to be answered (their own requests to the client fail
+        at once) before cancelling its running turns. Returns 0. Blocking; call it from one thread
+        per client to serve several at once (other clients' turns are never touched)."""
+        link = self._link(reader, writer)
+        try:
+            link.finish(shutdown_timeout)
+        finally:
+            with self._lock:
+                self._links.discard(link)
         return 0
-
-    @staticmethod
-    def _wait_for_answers(connection: AgentConnection, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while connection.in_flight and time.monotonic() < deadline:
-            time.sleep(0.02)
 
     def run(self) -> None:
         """Serve on stdin/stdout and exit the process when the client closes stdin."""

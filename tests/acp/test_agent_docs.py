@@ -1,8 +1,9 @@
 """docs/acp.md "## Writing an ACP agent" stays true: its sample agent runs as a real stdio subprocess and
 the wire transcript of one turn replays against it line by line (blocks captioned "client → agent" are
 sent, blocks captioned "agent → client" must come back; the random sessionId and messageId are matched
-by position, not value). The sample is fenced ```py so the client section's own sample test
-(tests/acp/test_docs_acp.py, which takes every ```python block of the file) does not pick it up."""
+by position, not value); its socket-server sample ("### Several clients at once") serves two clients at
+once. The samples are fenced ```py so the client section's own sample test (tests/acp/test_docs_acp.py,
+which takes every ```python block of the file) does not pick them up."""
 
 from __future__ import annotations
 
@@ -98,3 +99,43 @@ def test_the_agent_sample_runs_and_its_transcript_replays(tmp_path: Path) -> Non
         if process.poll() is None:
             process.kill()
             process.wait(5)
+
+
+def test_the_several_clients_sample_serves_two_clients_at_once() -> None:
+    """The socket-server sample of "### Several clients at once", on a free port, with two raw clients
+    whose prompts are in flight together: each gets its own session's echo and nothing else."""
+    import socket
+    import socketserver
+
+    (sample,) = [body for lang, body, _ in fenced(section()) if lang == "py" and "socketserver" in body]
+    namespace: dict[str, Any] = {"__name__": "docs_several_clients"}
+    exec(compile(sample, "docs/acp.md", "exec"), namespace)
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), namespace["OneClient"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    clients = [socket.create_connection(server.server_address[:2], timeout=20) for _ in range(2)]
+    streams = [client.makefile("rwb") for client in clients]
+    try:
+
+        def call(stream: Any, message: dict[str, Any]) -> None:
+            stream.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+            stream.flush()
+
+        sids = []
+        for stream in streams:
+            call(stream, {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+            call(stream, {"id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}})
+            assert json.loads(stream.readline())["id"] == 0
+            sids.append(json.loads(stream.readline())["result"]["sessionId"])
+        for n, (stream, sid) in enumerate(zip(streams, sids, strict=True)):
+            call(stream, {"id": 2, "method": "session/prompt",
+                          "params": {"sessionId": sid, "prompt": [{"type": "text", "text": f"client {n}"}]}})
+        for n, (stream, sid) in enumerate(zip(streams, sids, strict=True)):
+            update = json.loads(stream.readline())["params"]
+            assert update["sessionId"] == sid and update["update"]["content"]["text"] == f"client {n}"
+            assert json.loads(stream.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}
+    finally:
+        for stream, client in zip(streams, clients, strict=True):
+            stream.close()
+            client.close()  # the agent sees the end of input: its serve returns
+        server.shutdown()
+        server.server_close()
