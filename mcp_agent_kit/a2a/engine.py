@@ -269,6 +269,11 @@ class TaskEngine:
             if _ended_elsewhere(job, task):
                 return  # canceled (or failed: our lease had lapsed); late reports from the work are dropped
             job.reported = state
+            if state in lifecycle.INTERRUPTED and self._jobs.get(task["id"]) is job:
+                # asking is the job's last act: the task is free for its answer the moment the question is out,
+                # not only once the work has returned (a fast client answers in between)
+                del self._jobs[task["id"]]
+                self._latest.pop(task["id"], None)
             self._move(task, state, parts, pending)
 
     def _artifact(self, job: Job, art: dict[str, Any], append: bool, last_chunk: bool) -> None:
