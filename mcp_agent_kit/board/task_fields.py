@@ -34,7 +34,7 @@ TEXT_MAX = 200_000  # result, error, waiting, a question's message
 BLOCKERS_MAX = 50
 OPTIONS_MAX = 50
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|^-|/$|\.lock$|^$")
+_BAD_REF = re.compile(r"[\x00-\x20\x7f]|^-")  # git itself checks the rest when it resolves the ref
 
 
 def iso(seconds: float) -> str:
@@ -101,7 +101,7 @@ def check_priority(name: str, value: Any) -> str:
 def check_ref(name: str, value: Any) -> str:
     text = _text(name, value, REF_MAX, empty=False)
     if _BAD_REF.search(text):
-        raise TaskInvalid(f"{name} {text!r} is not a git ref name (no spaces, '..', '~^:?*[\\', leading '-')")
+        raise TaskInvalid(f"{name} {text!r} is not a git revision (no spaces or control characters, no leading '-')")
     return text
 
 

@@ -67,9 +67,9 @@ def test_a_new_task_has_every_field_with_the_issue_names(tasks: BoardTasks) -> N
                   "startedAt", "endedAt"):
         assert task[unset] is None
     assert tasks.get(task["id"]) == task
-    held = tasks.create("later", hold=True, agent="qwen", title="  My   title ", base="main", task_id="t-2")
+    held = tasks.create("later", hold=True, agent="qwen", title="  My   title ", base="main~1", task_id="t-2")
     assert (held["id"], held["state"], held["title"], held["base"], held["agent"]) == (
-        "t-2", "held", "My title", "main", "qwen")
+        "t-2", "held", "My title", "main~1", "qwen")
 
 
 def test_titles_come_from_the_prompt_and_are_bounded() -> None:
@@ -88,8 +88,8 @@ def test_titles_come_from_the_prompt_and_are_bounded() -> None:
     ({"prompt": "go", "blocked_by": "abc"}, "blockedBy must be a list"),
     ({"prompt": "go", "blocked_by": [f"t{i}" for i in range(51)]}, "at most 50"),
     ({"prompt": "go", "title": "t" * 201}, "title is 201 characters long"),
-    ({"prompt": "go", "base": "main..dev"}, "is not a git ref name"),
-    ({"prompt": "go", "base": "-x"}, "is not a git ref name"),
+    ({"prompt": "go", "base": "main dev"}, "is not a git revision"),
+    ({"prompt": "go", "base": "--upload-pack=x"}, "is not a git revision"),
     ({"prompt": "go", "task_id": "../etc"}, "may hold only letters"),
     ({"prompt": "go", "task_id": "x" * 41}, "at most 40"),
     ({"prompt": "go", "task_id": "me", "blocked_by": ["me"]}, "cannot be blocked by itself"),
