@@ -56,6 +56,11 @@ ALLOWED: dict[str, set[str]] = {
     "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer"},
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
+    # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,
+    # the CLI front doors, the dev tools or the test helpers.
+    "board": {"board", "hosts", "gateway", "turns", "a2a", "acp", "client", "packaging", "transports", "httpd",
+              "store", "core", "wire", "server", "auth", "safefile", "logs", "process", "line_peer", "cli_common",
+              "addresses", "loader"},
 }
 
 

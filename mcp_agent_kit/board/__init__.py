@@ -1,6 +1,9 @@
 """board: many coding agents on many tasks of one git repository, each task in its own git worktree.
 
-So far the workspaces (board.workspaces: a task's git worktree made, diffed, accepted, merged,
-discarded, found again after a restart; board.git runs git). Rules: importing the package loads
-nothing; each module imports what it needs when it is used.
+So far: the task states and their one transition table (board.states), the task object and its checks
+(board.task_fields), the tasks as one repository over the store (board.tasks), the scheduler's
+decision (board.queue), and the workspaces (board.workspaces: a task's git worktree made, diffed,
+accepted, merged, discarded, found again after a restart; board.git runs git). Every refusal is a
+board.errors.BoardError. Rules: importing the package loads nothing; each module imports what it
+needs when it is used.
 """

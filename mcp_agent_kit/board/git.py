@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_agent_kit.board.errors import BoardError
+
 MIN_VERSION = (2, 30)
 DEFAULT_TIMEOUT_S = 120.0  # one git command; `worktree add` of a large repository checks out every file
 SETTINGS = ("core.hooksPath=/dev/null", "core.quotePath=false", "gc.auto=0", "maintenance.auto=false",
@@ -37,7 +39,7 @@ FIX = "install git 2.30 or newer"
 _VERSION = re.compile(r"git version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(BoardError):
     """A workspace operation could not be done; the message is one line naming the problem."""
 
 
