@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from mcp_agent_kit.acp.agent import Agent, JsonSessionStore, Session, Turn, updates
-from mcp_agent_kit.acp.agent_session import default_directory
+from mcp_agent_kit.acp.agent.session import default_directory
 
 SESSIONS = default_directory("ACP_ECHO_AGENT_DIR", "mcp-agent-kit/acp-echo-agent")
 OPTIONS = [updates.permission_option("allow-once", "Allow once", "allow_once"),

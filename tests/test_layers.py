@@ -63,6 +63,15 @@ ALLOWED: dict[str, set[str]] = {
               "addresses", "loader"},
 }
 
+# Inside acp/: the two ends never import each other; both stand on the shared acp.connection (the ACP
+# connection on the one line driver) and wire/, which in turn knows neither end. acp/__init__.py names the
+# client's modules only as strings, for its lazy table.
+ACP_SIDES: dict[str, set[str]] = {
+    "acp.agent": {"acp.client"},
+    "acp.client": {"acp.agent"},
+    "acp.connection": {"acp.agent", "acp.client"},
+}
+
 
 def imported_modules(path: Path) -> set[str]:
     """Every module of ours `path` imports, relative to the package (`client.channel`), with
@@ -115,6 +124,27 @@ def test_module_imports_only_what_its_layer_allows(path: Path) -> None:
     bad = sorted(name for name in imported_modules(path) if layer_of_name(name) not in allowed)
     assert not bad, f"{path.relative_to(PACKAGE)} may import only {sorted(allowed)}, but imports {bad}"
 
+
+
+def acp_side_of(path: Path) -> str:
+    """acp.agent, acp.client or acp.connection for a module under acp/ ("" elsewhere and for acp/__init__.py)."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:2]) if parts[0] == "acp" and len(parts) > 1 and parts[1] != "__init__" else ""
+
+
+ACP_MODULES = [p for p in MODULES if acp_side_of(p) in ACP_SIDES]
+
+
+def test_both_acp_ends_and_the_shared_connection_are_checked() -> None:
+    assert {acp_side_of(p) for p in ACP_MODULES} == set(ACP_SIDES)
+
+
+@pytest.mark.parametrize("path", ACP_MODULES, ids=[str(p.relative_to(PACKAGE)) for p in ACP_MODULES])
+def test_the_acp_ends_never_import_each_other(path: Path) -> None:
+    forbidden = ACP_SIDES[acp_side_of(path)]
+    bad = sorted(name for name in imported_modules(path)
+                 if any(name == side or name.startswith(side + ".") for side in forbidden))
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {bad} (acp.agent and acp.client meet only in acp.connection)"
 
 def test_the_rules_see_relative_and_root_imports() -> None:
     """The checker itself: neither a relative import nor the package root slips past it."""

@@ -44,7 +44,7 @@ def test_the_one_error_classes_are_defined_once() -> None:
                 where[node.name].append(name)
     assert where == {"RpcError": ["mcp_agent_kit/wire/jsonrpc.py"], "A2AError": ["mcp_agent_kit/a2a/protocol.py"],
                      "StoreError": ["mcp_agent_kit/store/base.py"], "MemoryStore": ["mcp_agent_kit/store/memory.py"],
-                     "Session": ["mcp_agent_kit/acp/session.py"],
+                     "Session": ["mcp_agent_kit/acp/client/session.py"],
                      "AgentSessions": ["mcp_agent_kit/gateway/agent_store.py"],
                      "SqliteStore": ["mcp_agent_kit/store/sqlite.py"]}
 

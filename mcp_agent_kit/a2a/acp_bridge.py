@@ -25,11 +25,11 @@ from typing import Any
 from mcp_agent_kit.a2a.engine import Agent, Job, Work
 from mcp_agent_kit.a2a.messages import new_id, text_part
 from mcp_agent_kit.a2a.protocol import CANCELED, A2AError
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import AcpAgent
-from mcp_agent_kit.acp.errors import AcpError
-from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.session import Session
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import AcpAgent
+from mcp_agent_kit.acp.client.errors import AcpError
+from mcp_agent_kit.acp.client.permissions import PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 from mcp_agent_kit.wire import acp as wire
 

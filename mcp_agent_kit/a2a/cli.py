@@ -131,8 +131,8 @@ def acp_main(argv: list[str]) -> int:
     import os
 
     from mcp_agent_kit.a2a.acp_bridge import AcpBridge
-    from mcp_agent_kit.acp.client import AcpAgent
-    from mcp_agent_kit.acp.errors import AcpError
+    from mcp_agent_kit.acp.client.client import AcpAgent
+    from mcp_agent_kit.acp.client.errors import AcpError
     from mcp_agent_kit.process import anchored
     from mcp_agent_kit.turns.engine import TurnEngine
 

@@ -11,7 +11,7 @@ objects with bounded waits; end of input (or `fail_pending`) fails every one of 
 `max_line` bytes (16 MiB) are accepted, longer ones are reported and dropped. The line policy is
 declared: lenient by default (reading an agent: lines that are not a JSON-RPC object are skipped and
 reported to `log`, up to `max_junk`, then the connection gives up), or strict (serving a client, see
-acp.agent_connection). `on_request` sees each request on the reader thread, in order with the
+acp.agent.connection). `on_request` sees each request on the reader thread, in order with the
 notifications; `in_flight` counts the requests read and not yet answered.
 
 Rules: transport-neutral (it takes a readable and a writable binary stream and never spawns,

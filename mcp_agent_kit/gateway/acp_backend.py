@@ -25,11 +25,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import AcpAgent, Timeouts
-from mcp_agent_kit.acp.errors import AcpError
-from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.session import Session
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import AcpAgent, Timeouts
+from mcp_agent_kit.acp.client.errors import AcpError
+from mcp_agent_kit.acp.client.permissions import PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
 from mcp_agent_kit.gateway.agents_config import AgentSpec
 from mcp_agent_kit.turns.clock import CLOCK

@@ -11,7 +11,7 @@ cancel of the turn (or its deadline) wakes it too, answered cancelled. The quest
 session's own event stream (ev.PermissionAsked), so the sink hears it after every update the agent sent
 before asking, and a question settled before it is told (cancelled meanwhile) is never told.
 
-A turn is driven by callbacks, never by a thread of its own (acp.session's `Session.send`):
+A turn is driven by callbacks, never by a thread of its own (acp.client.session's `Session.send`):
   - start: one short-lived thread opens the session (that may spawn the agent and wait for its answers,
     and start() may be called on the connection's reader thread) and sends `session/prompt`; it ends then.
   - running: the agent's updates reach the sink on the connection's reader thread, in the order it sent
@@ -39,10 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.errors import AcpError, AgentCrashed
-from mcp_agent_kit.acp.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.session import SentPrompt, Session
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed
+from mcp_agent_kit.acp.client.permissions import SELF_APPROVES, PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.client.session import SentPrompt, Session
 from mcp_agent_kit.turns.clock import CLOCK, Clock
 
 log = logging.getLogger("mcp_agent_kit.turns")
@@ -249,7 +249,7 @@ class TurnEngine:
 
     def __init__(self, approve: str = "ask", timeout: float = 1800.0, clock: Clock = CLOCK) -> None:
         """approve: `all` allows every request itself, `reads` the read-only tool kinds, `ask` none
-        (acp.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds; clock: the timer thread
+        (acp.client.permissions.SELF_APPROVES); timeout: a turn's default bound in seconds; clock: the timer thread
         the turns' deadlines run on (the process's one, shared)."""
         self.approve, self.timeout, self.clock = approve, timeout, clock
         self._turns: list[EngineTurn] = []

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
+from mcp_agent_kit.acp.client.client import AcpAgent, ClientOptions, Timeouts
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 SDK_AGENT = [sys.executable, str(AGENTS / "sdk_agent.py")]

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.acp import updates
-from mcp_agent_kit.acp.agent import Agent
-from mcp_agent_kit.acp.agent_session import AgentSession, JsonSessionStore, MemorySessionStore, Message
-from mcp_agent_kit.acp.turn import Turn
+from mcp_agent_kit.acp.agent import Agent, updates
+from mcp_agent_kit.acp.agent.session import AgentSession, JsonSessionStore, MemorySessionStore, Message
+from mcp_agent_kit.acp.agent.turn import Turn
 
 WAIT = 10.0
 ROOT = Path(__file__).resolve().parents[2]

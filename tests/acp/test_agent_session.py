@@ -1,4 +1,4 @@
-"""acp.agent_session and acp.updates: the JSON session store survives bad files and hostile ids; builders
+"""acp.agent.session and acp.agent.updates: the JSON session store survives bad files and hostile ids; builders
 spell the v1 fields and refuse values outside the v1 enums."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_agent_kit.acp import agent_session, updates
-from mcp_agent_kit.acp.agent_session import AgentSession, JsonSessionStore, Message
+from mcp_agent_kit.acp.agent import session as agent_session
+from mcp_agent_kit.acp.agent import updates
+from mcp_agent_kit.acp.agent.session import AgentSession, JsonSessionStore, Message
 
 
 def test_sessions_round_trip_through_files_and_a_new_store_reads_them(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.acp.errors import AcpError
-from mcp_agent_kit.acp.permissions import AllowAll
+from mcp_agent_kit.acp.client.errors import AcpError
+from mcp_agent_kit.acp.client.permissions import AllowAll
 
 AGENT = '''
 import sys

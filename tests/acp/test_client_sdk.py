@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import ClientOptions
-from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported
-from mcp_agent_kit.acp.permissions import AllowAll, AllowReads, Ask, DenyAll, PermissionRequest
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import ClientOptions
+from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed, NotSupported
+from mcp_agent_kit.acp.client.permissions import AllowAll, AllowReads, Ask, DenyAll, PermissionRequest
 
 from .conftest import SDK_AGENT
 

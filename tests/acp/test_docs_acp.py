@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import AcpAgent
-from mcp_agent_kit.acp.permissions import AllowAll, Ask
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import AcpAgent
+from mcp_agent_kit.acp.client.permissions import AllowAll, Ask
 
 from .conftest import FAST, SDK_AGENT
 

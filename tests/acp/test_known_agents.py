@@ -1,4 +1,4 @@
-"""acp.known and `mcp-agent-kit agents`: the known ACP agents, found on a PATH of fake programs.
+"""acp.client.known and `mcp-agent-kit agents`: the known ACP agents, found on a PATH of fake programs.
 
 Each test builds its own PATH in tmp_path out of small scripts standing in for the agents: one prints
 its version, one says it in a longer line, one crashes, one prints nothing, one is not executable, one
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_agent_kit.acp import known as k
+from mcp_agent_kit.acp.client import known as k
 from mcp_agent_kit.gateway.agents_config import parse_agents, split_key
 
 ROOT = Path(__file__).resolve().parents[2]

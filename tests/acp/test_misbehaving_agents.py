@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import ClientOptions, Timeouts
-from mcp_agent_kit.acp.errors import AgentCrashed, TurnTimeout
-from mcp_agent_kit.acp.permissions import AllowAll
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import ClientOptions, Timeouts
+from mcp_agent_kit.acp.client.errors import AgentCrashed, TurnTimeout
+from mcp_agent_kit.acp.client.permissions import AllowAll
 
 from .conftest import FAST, group_gone, raw_agent
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.cli import TerminalAsk
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.cli import TerminalAsk
+from mcp_agent_kit.acp.client.files import Roots, read_text_file, write_text_file
+from mcp_agent_kit.acp.client.permissions import PermissionOption, PermissionRequest
+from mcp_agent_kit.acp.client.terminals import Terminals
 from mcp_agent_kit.acp.connection import RpcError
-from mcp_agent_kit.acp.files import Roots, read_text_file, write_text_file
-from mcp_agent_kit.acp.permissions import PermissionOption, PermissionRequest
-from mcp_agent_kit.acp.terminals import Terminals
 from mcp_agent_kit.process import PeerProcess, minimal_environment
 
 

@@ -211,7 +211,7 @@ def _doc_section() -> list[Any]:
 
 
 def test_the_documented_session_fork_is_what_the_acp_agent_takes(tmp_path: Path) -> None:
-    from mcp_agent_kit.acp.client import AcpAgent
+    from mcp_agent_kit.acp.client.client import AcpAgent
     from tests.agents.test_agents_acp import ECHO
     from tests.agents.test_agents_docs import matches
 

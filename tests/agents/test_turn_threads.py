@@ -8,9 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
-from mcp_agent_kit.acp.permissions import PermissionRequest
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import AcpAgent, ClientOptions, Timeouts
+from mcp_agent_kit.acp.client.permissions import PermissionRequest
 from mcp_agent_kit.turns.clock import Clock
 from mcp_agent_kit.turns.engine import TurnEngine, TurnOutcome
 from tests.agents.test_agents_acp import ECHO

@@ -1,4 +1,4 @@
-"""acp.agent_connection: the agent's end of the stdio pipe — a Connection declared strict.
+"""acp.agent.connection: the agent's end of the stdio pipe — a Connection declared strict.
 
 A client is expected to speak JSON-RPC, so on the agent side a line that is not a message is the
 client's mistake and gets the error JSON-RPC prescribes, with `id: null` when the id cannot be

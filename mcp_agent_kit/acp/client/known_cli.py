@@ -1,11 +1,12 @@
-"""known_cli: `mcp-agent-kit agents [ID ...] [--json] [--timeout SECONDS]` — the ACP agents the kit knows, found or not.
+"""acp.client.known_cli: `mcp-agent-kit agents [ID ...] [--json] [--timeout SECONDS]` — the ACP agents the kit
+knows, found or not.
 
-Prints one row per known agent (acp.known.KNOWN, or the ids given): its id, whether its program is on
+Prints one row per known agent (acp.client.known.KNOWN, or the ids given): its id, whether its program is on
 PATH, its version when it says, and the exact command a board or gateway would run; a missing agent
 gets its install line, a found one that would not say its version gets the reason. With `--json`, one
 JSON list of objects with the fields id, name, found, path, version, version_error, command (an argv
 list), install and homepage (docs/agents.md). Exit 0 however many are found; an unknown id or a bad
-flag is one stderr line, exit 2. Rules: argument parsing and printing only; the lookup is acp.known's.
+flag is one stderr line, exit 2. Rules: argument parsing and printing only; the lookup is acp.client.known's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from mcp_agent_kit.cli_common import OK, USAGE, CliError, Parser, prog
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.acp.known import FoundAgent
+    from mcp_agent_kit.acp.client.known import FoundAgent
 
 
 def _seconds(value: str) -> float:
@@ -33,7 +34,7 @@ def _seconds(value: str) -> float:
 
 
 def parser() -> Parser:
-    from mcp_agent_kit.acp.known import VERSION_TIMEOUT_S
+    from mcp_agent_kit.acp.client.known import VERSION_TIMEOUT_S
 
     top = Parser(prog=prog("agents"),
                  description="List the ACP agents the kit knows: whether each is on PATH, its version, the command "
@@ -66,7 +67,7 @@ def table(found: list[FoundAgent], out: TextIO) -> None:
 def main(argv: list[str]) -> int:
     import sys
 
-    from mcp_agent_kit.acp.known import BY_ID, found_agents
+    from mcp_agent_kit.acp.client.known import BY_ID, found_agents
 
     args = parser().parse_args(argv)
     unknown = [agent_id for agent_id in args.ids if agent_id not in BY_ID]

@@ -1,4 +1,4 @@
-"""acp.files: the client's `fs/read_text_file` and `fs/write_text_file`, confined to a session's directories.
+"""acp.client.files: the client's `fs/read_text_file` and `fs/write_text_file`, confined to a session's directories.
 
 A `Roots` is the session's cwd plus its `additionalDirectories`; a path must be absolute and
 resolve (symlinks followed) inside one of them, else the request is refused with -32602 naming

@@ -1,4 +1,4 @@
-"""acp.turn: one `session/prompt` turn as an agent author sees it — stream, plan, call tools, ask, use the client.
+"""acp.agent.turn: one `session/prompt` turn as an agent author sees it — stream, plan, call tools, ask, use the client.
 
 A Turn is handed to the author's prompt handler. It streams `session/update`s (message and
 thought chunks, plans, tool calls and their updates), asks `session/request_permission`, reads
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcp_agent_kit.acp import updates
-from mcp_agent_kit.acp.agent_session import AgentSession, Message
+from mcp_agent_kit.acp.agent import updates
+from mcp_agent_kit.acp.agent.session import AgentSession, Message
 from mcp_agent_kit.acp.connection import RequestTimeout
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -198,7 +198,7 @@ class Turn:
 
     # -- streaming ---------------------------------------------------------------------------
     def send(self, update: dict[str, Any]) -> None:
-        """Send one `session/update` (any update dict, see acp.updates)."""
+        """Send one `session/update` (any update dict, see acp.agent.updates)."""
         self._out.notify(wire.SESSION_UPDATE, {"sessionId": self.session.session_id, "update": update})
 
     def say(self, content: dict[str, Any] | str) -> None:

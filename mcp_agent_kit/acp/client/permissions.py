@@ -1,4 +1,4 @@
-"""acp.permissions: who answers `session/request_permission`, and how an option is chosen.
+"""acp.client.permissions: who answers `session/request_permission`, and how an option is chosen.
 
 A policy looks at a `PermissionRequest` (the tool call as the session knows it, merged with the
 request's own `toolCall`, and the agent's options) and returns the option to select, or None for

@@ -1,4 +1,4 @@
-"""acp.events: typed, frozen events for every `session/update` kind, plus the client's own turn events.
+"""acp.client.events: typed, frozen events for every `session/update` kind, plus the client's own turn events.
 
 `parse_update(params)` turns the params of one `session/update` notification into one event; a
 table maps each `sessionUpdate` kind to its class, and a kind we do not know (or a malformed one)

@@ -1,4 +1,5 @@
-"""cli: `mcp-agent-kit acp probe|prompt|chat [OPTIONS] -- CMD [ARGS...]` — drive an ACP agent from a terminal.
+"""acp.client.cli: `mcp-agent-kit acp probe|prompt|chat [OPTIONS] -- CMD [ARGS...]` — drive an ACP agent
+from a terminal.
 
 `probe` spawns the agent, sends `initialize` and prints one JSON object; `prompt` runs one turn
 (text streamed to stdout, tool calls and plans to stderr, or one JSON object with `--json`);
@@ -22,11 +23,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
-from mcp_agent_kit.acp.errors import AcpError, NotSupported
-from mcp_agent_kit.acp.permissions import POLICIES, Ask, DenyAll, PermissionOption, PermissionRequest, Policy
-from mcp_agent_kit.acp.session import Session, TurnResult
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.client import AcpAgent, ClientOptions, Timeouts
+from mcp_agent_kit.acp.client.errors import AcpError, NotSupported
+from mcp_agent_kit.acp.client.permissions import POLICIES, Ask, DenyAll, PermissionOption, PermissionRequest, Policy
+from mcp_agent_kit.acp.client.session import Session, TurnResult
 from mcp_agent_kit.cli_common import FAILED, OK, USAGE, CliError, Parser, fail, prog
 from mcp_agent_kit.process import anchored
 from mcp_agent_kit.wire import acp as wire

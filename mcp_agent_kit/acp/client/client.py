@@ -1,4 +1,4 @@
-"""acp.client: spawn an ACP v1 agent and drive it — initialize, authenticate, sessions, and the client side.
+"""acp.client.client: spawn an ACP v1 agent and drive it — initialize, authenticate, sessions, and the client side.
 
 `AcpAgent.spawn(cmd, args, env=..., cwd=...)` starts the agent in its own process group and
 connects to it; `initialize()` always sends `protocolVersion: 1` and the client capabilities
@@ -8,7 +8,7 @@ what the agent advertised, never on versions. The agent's own requests are serve
 `session/request_permission` by the `Policy`, `fs/*` and `terminal/*` confined to the session's
 directories. When the agent dies, the next use of a session respawns it, re-initializes,
 re-authenticates, and tries `session/load` before falling back to `session/new`. Every wait is
-bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.files), `process` (the one
+bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.client.files), `process` (the one
 child-process manager) and the acp modules.
 """
 
@@ -23,13 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_agent_kit.logs as logs
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp import files
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client import files
+from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed, NotSupported
+from mcp_agent_kit.acp.client.permissions import (
+    DenyAll,
+    PermissionOption,
+    PermissionRequest,
+    Policy,
+    parse_options,
+    selected,
+)
+from mcp_agent_kit.acp.client.session import Session
+from mcp_agent_kit.acp.client.terminals import Terminals
 from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout
-from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported
-from mcp_agent_kit.acp.permissions import DenyAll, PermissionOption, PermissionRequest, Policy, parse_options, selected
-from mcp_agent_kit.acp.session import Session
-from mcp_agent_kit.acp.terminals import Terminals
 from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError

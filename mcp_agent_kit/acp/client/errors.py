@@ -1,4 +1,4 @@
-"""acp.errors: the exceptions the ACP client raises, one per way a use of an agent can fail.
+"""acp.client.errors: the exceptions the ACP client raises, one per way a use of an agent can fail.
 
 Rules: plain exception classes; imports nothing.
 """

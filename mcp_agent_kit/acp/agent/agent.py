@@ -1,14 +1,14 @@
-"""acp.agent: write an ACP v1 agent in plain Python — the agent-side counterpart of the MCP `Server`.
+"""acp.agent.agent: the `Agent` object — the agent-side counterpart of the MCP `Server`.
 
-Everything an author needs is importable from here (`from mcp_agent_kit.acp.agent import Agent,
-Turn, updates`). `agent = Agent("name", "1.0")`, then `@agent.prompt` on a function taking a Turn (acp.turn) and
-returning a stop reason (None: "end_turn"), then `agent.run()` serves stdio. Optional handlers
+An author imports it from the package (`from mcp_agent_kit.acp.agent import Agent, Turn, updates`).
+`agent = Agent("name", "1.0")`, then `@agent.prompt` on a function taking a Turn (acp.agent.turn) and returning
+a stop reason (None: "end_turn"), then `agent.run()` serves stdio. Optional handlers
 enable optional methods, and the capabilities `initialize` advertises are derived from what is
 registered, never written by hand: `@agent.load_session` → `loadSession: true` (history replayed
 from the store), `@agent.list_sessions` → `sessionCapabilities.list`, `@agent.close_session` →
 `sessionCapabilities.close`, `@agent.fork_session` → `sessionCapabilities.fork` (`session/fork`
 copies the session's current history, config and state under a new id), `agent.config_option(...)` → `configOptions` and
-`session/set_config_option`. Sessions live in a store (acp.agent_session: in memory, or one JSON
+`session/set_config_option`. Sessions live in a store (acp.agent.session: in memory, or one JSON
 file each so a new process can load them). Handler errors become a JSON-RPC error for that
 request; the agent keeps serving. stdout carries protocol JSON only: `run()` points `sys.stdout`
 at stderr, so a stray print cannot corrupt the stream.
@@ -16,14 +16,14 @@ One Agent serves any number of clients at once: `agent.serve(reader, writer)` se
 over two binary streams and returns when that client closed its end (call it from as many threads
 as there are clients; `run()` is `serve` on stdio). The Agent keeps only what its clients share
 (registrations, config options, the session store, which sessions have a turn running); each
-connection gets its own state (acp.agent_link: the client's capabilities, the sessions open on it,
+connection gets its own state (acp.agent.link: the client's capabilities, the sessions open on it,
 its turns). A session belongs to the connections that opened it (`session/new`, `session/fork`, or
 `session/load`, which may open it on a second connection while it is idle, not while another
 connection's turn runs in it); one turn runs in a session at a time, and a turn's updates and
 requests go to the connection that sent its prompt, and nowhere else. `session/cancel` and
 `session/close` reach only that connection's own turns.
 Rules: the method table is built from registrations, one per connection; no protocol field is spelt
-outside wire/, acp.updates and this module's handlers; imports `wire`, `logs` and acp siblings only.
+outside wire/, acp.agent.updates and this module's handlers; imports `wire`, `logs` and acp siblings only.
 """
 
 from __future__ import annotations
@@ -37,24 +37,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import IO, Any, TypeVar
 
-import mcp_agent_kit.acp.agent_params as check
+import mcp_agent_kit.acp.agent.params as check
 import mcp_agent_kit.logs as logs
-from mcp_agent_kit.acp import updates
-from mcp_agent_kit.acp.agent_connection import AgentConnection
-from mcp_agent_kit.acp.agent_link import AgentLink, current
-from mcp_agent_kit.acp.agent_session import AgentSession, AgentSessionStore, JsonSessionStore, MemorySessionStore, now
+from mcp_agent_kit.acp.agent import updates
+from mcp_agent_kit.acp.agent.connection import AgentConnection
+from mcp_agent_kit.acp.agent.link import AgentLink, current
+from mcp_agent_kit.acp.agent.session import AgentSession, AgentSessionStore, MemorySessionStore, now
+from mcp_agent_kit.acp.agent.turn import Cancelled, Turn
 from mcp_agent_kit.acp.connection import Connection
-from mcp_agent_kit.acp.turn import Cancelled, ClientCapabilityError, ClientRequestError, Permission, ToolCall, Turn
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
-
-__all__ = ["Agent", "AgentSession", "AgentSessionStore", "Cancelled", "ClientCapabilityError", "ClientRequestError",
-           "ConfigOption", "JsonSessionStore", "MemorySessionStore", "MemoryStore", "Permission", "RpcError", "Session",
-           "ToolCall", "Turn", "updates"]
-# The documented names, kept importable; the classes are named AgentSession and MemorySessionStore
-# (acp.Session is the client's session, store.memory.MemoryStore the records store).
-Session = AgentSession
-MemoryStore = MemorySessionStore
 
 PromptHandler = Callable[[Turn], str | None]
 SessionHook = Callable[[AgentSession], None]
@@ -109,7 +101,7 @@ class Agent:
         self._lock = threading.Lock()
         self._log = logs.logger("mcp_agent_kit.acp.agent").warning
 
-    # ---- the connection at hand (per-connection state lives in acp.agent_link) ---------------
+    # ---- the connection at hand (per-connection state lives in acp.agent.link) ---------------
     def _here(self) -> AgentLink | None:
         """The connection whose request runs on this thread, else the latest one made."""
         return current() or self._latest

@@ -1,4 +1,4 @@
-"""acp.known: the ACP coding agents the kit knows by id, and which of them are installed here.
+"""acp.client.known: the ACP coding agents the kit knows by id, and which of them are installed here.
 
 KNOWN is a table, one row per agent: its id (the ACP registry's id, agentclientprotocol/registry
 `<id>/agent.json`), its name, the program looked up on PATH, the arguments that start it in ACP

@@ -1,11 +1,11 @@
-"""acp.terminals: the client's `terminal/*` methods — commands the agent runs, confined and bounded.
+"""acp.client.terminals: the client's `terminal/*` methods — commands the agent runs, confined and bounded.
 
 Each terminal is a subprocess in its own process group, started in a directory inside the
 session's roots (its cwd by default), with stdout and stderr merged into one buffer that keeps
 only the last `outputByteLimit` bytes (capped by the client's own limit), truncated from the
 start at a character boundary as the spec says. `wait_for_exit` is bounded; `kill` ends the
 group and keeps the id; `release` kills and forgets it; `close_all` ends every one. Rules: knows
-the terminal methods' params and results only; imports `wire`, `acp.connection`, `acp.files` and
+the terminal methods' params and results only; imports `wire`, `acp.connection`, `acp.client.files` and
 `process` (its minimal environment).
 """
 
@@ -19,7 +19,7 @@ import subprocess
 import threading
 from typing import Any
 
-from mcp_agent_kit.acp.files import Roots
+from mcp_agent_kit.acp.client.files import Roots
 from mcp_agent_kit.process import minimal_environment
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError

@@ -1,4 +1,4 @@
-"""acp.updates: builders for the plain dicts an ACP v1 agent sends inside `session/update`.
+"""acp.agent.updates: builders for the plain dicts an ACP v1 agent sends inside `session/update`.
 
 Each function returns the `update` object (`{"sessionUpdate": kind, ...}`) with the v1 field names
 to the letter; optional fields are left out when not given (never sent as null). Rules: pure

@@ -1,4 +1,4 @@
-"""acp.session: one ACP session of a spawned agent — its prompt turns, their events and their result.
+"""acp.client.session: one ACP session of a spawned agent — its prompt turns, their events and their result.
 
 `Session.prompt(text)` sends `session/prompt` and yields typed events as the agent streams them;
 the turn ends when the agent answers, and `session.result` then holds a `TurnResult` (stop
@@ -9,7 +9,7 @@ are kept in `background`, those replayed by `session/load` in `replayed`. A turn
 its deadline, or on `cancel()`, the session answers pending permission questions `cancelled`,
 sends `session/cancel`, and if the agent has not answered within the grace period its process is
 stopped (stdin closed, SIGTERM, SIGKILL of the group). Rules: speaks through the agent object's
-connection only; imports `wire` and the acp modules below it (acp.client is seen through a Protocol).
+connection only; imports `wire` and the acp modules below it (acp.client.client is seen through a Protocol).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcp_agent_kit.acp import events as ev
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed, NotSupported, TurnTimeout
+from mcp_agent_kit.acp.client.files import Roots
 from mcp_agent_kit.acp.connection import Connection, ConnectionClosed
-from mcp_agent_kit.acp.errors import AcpError, AgentCrashed, NotSupported, TurnTimeout
-from mcp_agent_kit.acp.files import Roots
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -40,7 +40,7 @@ class Timeouts(Protocol):
 
 
 class AcpAgent(Protocol):
-    """What a session needs of its agent (acp.client.AcpAgent is the one implementation)."""
+    """What a session needs of its agent (acp.client.client.AcpAgent is the one implementation)."""
 
     generation: int
 

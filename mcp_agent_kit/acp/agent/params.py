@@ -1,4 +1,4 @@
-"""acp.agent_params: what acp.agent checks in the params a client sent, each check one -32602 naming the field.
+"""acp.agent.params: what acp.agent checks in the params a client sent, each check one -32602 naming the field.
 
 Params must be an object; ids non-empty strings; `cwd` and `additionalDirectories` absolute paths;
 `mcpServers` a list (its object entries are handed on as the client sent them). `json_checked` wraps

@@ -1,4 +1,4 @@
-"""acp.agent_link: one client's connection to an ACP `Agent` — the state that belongs to that client alone.
+"""acp.agent.link: one client's connection to an ACP `Agent` — the state that belongs to that client alone.
 
 An Agent (acp.agent) keeps what all its clients share: the registered handlers, config options, the
 session store and which sessions have a turn running. Everything else is per connection and lives in
@@ -21,12 +21,12 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from mcp_agent_kit.acp.agent_connection import AgentConnection
-from mcp_agent_kit.acp.turn import Turn
+from mcp_agent_kit.acp.agent.connection import AgentConnection
+from mcp_agent_kit.acp.agent.turn import Turn
 from mcp_agent_kit.wire import acp as wire
 
 Handler = Callable[[Any], Any]
-_CURRENT: ContextVar[AgentLink | None] = ContextVar("mcp_agent_kit.acp.agent_link", default=None)
+_CURRENT: ContextVar[AgentLink | None] = ContextVar("mcp_agent_kit.acp.agent.link", default=None)
 
 
 def current() -> AgentLink | None:

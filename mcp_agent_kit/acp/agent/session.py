@@ -1,4 +1,4 @@
-"""acp.agent_session: an agent's sessions — their history, config values and state — and where they are kept.
+"""acp.agent.session: an agent's sessions — their history, config values and state — and where they are kept.
 
 An AgentSession is plain data the agent owns: id, cwd, extra directories, title, update time, the
 conversation history (user and agent messages as content blocks, replayed by `session/load`),
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_agent_kit.safefile as safefile
-from mcp_agent_kit.acp import updates
+from mcp_agent_kit.acp.agent import updates
 
 SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 RECORD_LIMIT = 16 * safefile.MIB  # one session file
