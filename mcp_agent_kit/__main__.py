@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
              "list a server's tools, resources and prompts"),
     "check": ("mcp_agent_kit.devtools.check", "main", "parser", "check a server's tools against the design rules"),
     "dev": ("mcp_agent_kit.devtools.inspector", "main", "parser", "open a server in the MCP Inspector (npx)"),
+    "board": ("mcp_agent_kit.board.cli", "main", "parser", "serve a repository's board of coding agents (MCP)"),
+    "task": ("mcp_agent_kit.board.task_cli", "main", "parser", "create, watch, answer and review a board's tasks"),
 }
 
 

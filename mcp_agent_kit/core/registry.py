@@ -299,10 +299,11 @@ class Registry:
     def add_raw_tool(self, name: str, input_schema: dict[str, Any], fn: RawToolFn, *, title: str | None = None,
                      description: str | None = None, annotations: dict[str, Any] | None = None,
                      icons: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None,
-                     long_running: bool = False) -> ToolDef:
+                     long_running: bool = False, output_schema: dict[str, Any] | None = None) -> ToolDef:
         """Register a tool given as JSON: `input_schema` is served as is, and `fn(ctx, arguments)` (sync or
         async) gets the validated arguments as one dict (its keys are not parameter names, so any name is
-        fine) and a Context; it returns what a tool returns (a ToolResult, content, a value)."""
+        fine) and a Context; it returns what a tool returns (a ToolResult, content, a value). An
+        `output_schema` is served too and checked against each result's structuredContent."""
         import inspect
 
         if not TOOL_NAME.fullmatch(name):
@@ -310,7 +311,8 @@ class Registry:
         if input_schema.get("type") != "object":
             raise ValueError(f"tool {name!r}: inputSchema must have type 'object'")
         wire = _clean({"name": name, "title": title, "description": description, "inputSchema": input_schema,
-                       "annotations": annotations or None, "icons": icons, "_meta": meta})
+                       "outputSchema": output_schema, "annotations": annotations or None, "icons": icons,
+                       "_meta": meta})
         handler = Handler(fn, "ctx", True, inspect.iscoroutinefunction(fn))
         handler.raw = True
         definition = ToolDef(name, wire, handler, long_running)

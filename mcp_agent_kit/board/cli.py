@@ -1,0 +1,224 @@
+"""board.cli: `mcp-agent-kit board [CONFIG] [--repo DIR] [--http HOST:PORT] [--store URL] [--data-dir DIR]`.
+
+Serves one repository's board: the MCP tools (board.mcp_tools) at `/mcp`, both eras, with `serve`'s
+HTTP rules (tokens or OAuth, Host/Origin allowlists, the public-bind rule: a non-loopback bind needs
+--token or --oauth-issuer, or --insecure). Defaults: the current directory's repository, and
+127.0.0.1:8765 (DEFAULT_PORT; the `task` command looks there too). State lives in the store (`--store
+URL`; by default the Board's sqlite file in its own data directory, never inside the repository).
+SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
+tasks keep their state). Mistakes are one stderr line naming the fix: usage and config errors exit
+2, a port that cannot be bound 1. The A2A face (board/a2a_face.py, a later job) joins in `faces()`.
+Rules: argument parsing and wiring only; the board is board.board's, the tools board.mcp_tools'.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp_agent_kit.cli_common import (
+    USAGE,
+    CliError,
+    Parser,
+    add_insecure_option,
+    add_oauth_options,
+    add_origin_options,
+    add_token_options,
+    check_bindable,
+    check_public_bind,
+    fail,
+    host_port,
+    listen_failed,
+    oauth_settings,
+    prog,
+    tokens_from,
+)
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp"
+PATH = "/mcp"
+TOKEN_ENV = "MCP_AGENT_KIT_TOKEN"  # the bearer token the board accepts (without --token) and `task` sends
+
+
+def parser() -> Parser:
+    cli = Parser(prog=prog("board"),
+                 description="Serve a git repository's board of coding agents: tasks queued, each run by an ACP "
+                             "agent in its own worktree, reviewed and merged; MCP tools at /mcp.")
+    cli.add_argument("config", nargs="?", metavar="CONFIG",
+                     help="the board's JSON config (agents, board, mcpServers); default: none (found agents only)")
+    cli.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current directory)")
+    cli.add_argument("--http", metavar="HOST:PORT", type=host_port, default=(DEFAULT_HOST, DEFAULT_PORT),
+                     help=f"serve MCP at http://HOST:PORT{PATH} (default {DEFAULT_HOST}:{DEFAULT_PORT}; "
+                          "port 0 picks a free one)")
+    cli.add_argument("--store", metavar="URL",
+                     help="where tasks live: sqlite:///path or postgresql://... (default: a sqlite file in the "
+                          "board's data directory)")
+    cli.add_argument("--data-dir", metavar="DIR",
+                     help="the board's own directory: its sqlite file and worktrees (default: per repository under "
+                          "$XDG_DATA_HOME/mcp-agent-kit/boards)")
+    add_token_options(cli, f"HTTP; default ${TOKEN_ENV}")
+    add_origin_options(cli)
+    add_insecure_option(cli)
+    add_oauth_options(cli)
+    return cli
+
+
+def faces(board: Any, url: str) -> list[Any]:
+    """The board's other faces, served beside the MCP endpoint: each a Servable (serve_forever, shutdown,
+    server_close). None yet: the A2A face (board tasks as A2A tasks, its card at the well-known path)
+    is added here by its own job."""
+    return []
+
+
+def make_board_http(board: Any, host: str, port: int, **options: Any) -> tuple[Any, Any]:
+    """The board's MCP endpoint, bound (port 0 picks one) but not serving: (the HTTP server, its TaskTools).
+    `options` are transports.http.make_server's (tokens, allowed_hosts, allowed_origins, oauth, ...)."""
+    from mcp_agent_kit.board.mcp_tools import board_server
+    from mcp_agent_kit.transports.http import make_server
+
+    server, tools = board_server(board)
+    return make_server(server.dispatcher, host, port, path=PATH, **options), tools
+
+
+class Serving:
+    """The MCP endpoint and the other faces as one Servable for httpd.lifecycle: closing ends the
+    long-polls first, so no request worker keeps the drain waiting."""
+
+    def __init__(self, http: Any, tools: Any, others: list[Any]) -> None:
+        self.http, self.tools, self.others = http, tools, others
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        threads = [threading.Thread(target=face.serve_forever, name="board-face", daemon=True)
+                   for face in self.others]
+        for thread in threads:
+            thread.start()
+        self.http.serve_forever(poll_interval=poll_interval)
+
+    def shutdown(self) -> None:
+        for face in self.others:
+            face.shutdown()
+        self.http.shutdown()
+
+    def server_close(self) -> None:
+        self.tools.close()
+        for face in self.others:
+            face.server_close()
+        self.http.server_close()
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM before serving starts (the board recovering, workspaces re-attaching) ends like Ctrl-C, so the
+    caller's `finally` closes the board; while serving, httpd.lifecycle's own handler takes over."""
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _facade(module: str, name: str) -> Any:
+    """`Board` / `load_config` of board.board / board.config, loaded when the command runs.
+
+    (Looked up by name while those modules are written in parallel: a plain lazy import once merged.)"""
+    import importlib
+
+    return getattr(importlib.import_module(f"mcp_agent_kit.board.{module}"), name)
+
+
+def _config(path: str | None) -> Any:
+    if path is not None and not os.path.isfile(path):
+        raise CliError(f"no such config file: {path}", "give the board's JSON config file, or none", USAGE)
+    load_config = _facade("config", "load_config")
+    try:
+        return load_config(path)
+    except ValueError as exc:  # board.config.ConfigError: one line naming the key and the fix
+        text = " ".join(str(exc).split())
+        raise CliError(text if path is None or path in text else f"{path}: {text}", None, USAGE) from None
+
+
+def _repo(value: str) -> Path:
+    repo = Path(value).expanduser()
+    if not repo.is_dir():
+        raise CliError(f"no such directory: --repo {value}", "give the git repository's directory", USAGE)
+    return repo.resolve()
+
+
+def _store(url: str | None) -> Any:
+    if url is None:
+        return None
+    from mcp_agent_kit.store import StoreError, open_store
+
+    try:
+        return open_store(url)
+    except StoreError as exc:
+        raise CliError(f"cannot open --store: {exc}", "see docs/store.md for the URL forms", USAGE) from None
+
+
+def _open_board(config: Any, repo: Path, store: Any, data_dir: str | None) -> Any:
+    from mcp_agent_kit.board.errors import BoardError
+
+    board_class = _facade("board", "Board")
+    try:
+        return board_class(config, repo, store=store, data_dir=data_dir)
+    except (BoardError, ValueError, OSError) as exc:
+        if store is not None:
+            store.close()
+        raise CliError(f"cannot open the board of {repo}: {exc}", "check --repo and --data-dir", USAGE) from None
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    repo = _repo(args.repo)
+    host, port = args.http
+    tokens = tokens_from(args, TOKEN_ENV)
+    oauth = oauth_settings(args)
+    check_public_bind(host, authenticated=bool(tokens) or oauth is not None, insecure=args.insecure,
+                      what="the board")
+    config = _config(args.config)
+    try:
+        check_bindable(host, port)  # a port in use fails before the board recovers anything
+    except (OSError, OverflowError) as exc:
+        return listen_failed(host, port, exc)
+    options = {"tokens": tokens, "oauth": oauth, "allowed_hosts": args.allow_host,
+               "allowed_origins": args.allow_origin}
+    with interruptible():
+        board = _open_board(config, repo, _store(args.store), args.data_dir)
+        try:
+            board.start()
+            return serve(board, host, port, options)
+        except ValueError as exc:
+            if oauth is None:
+                raise
+            return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
+        except (OSError, OverflowError) as exc:
+            return listen_failed(host, port, exc)
+        finally:
+            board.close()
+
+
+def serve(board: Any, host: str, port: int, options: dict[str, Any]) -> int:
+    """Serve the board's faces until SIGTERM or Ctrl-C (httpd.lifecycle); 0. The first stderr line names
+    the MCP URL (with the port bound, when 0 was asked)."""
+    import sys
+
+    from mcp_agent_kit.httpd.lifecycle import run_until_stopped
+
+    def build() -> Serving:
+        http, tools = make_board_http(board, host, port, **options)
+        return Serving(http, tools, faces(board, http.url))
+
+    def ready(serving: Serving) -> None:
+        print(f"board: serving MCP at {serving.http.url}", file=sys.stderr, flush=True)
+
+    return run_until_stopped(build, ready)
