@@ -10,7 +10,8 @@ are declared, never overridden:
   watchdog hands reading to a fresh thread when one request has taken a couple of milliseconds, and a
   handler about to wait for the peer (expect) hands it over at once.
 - observers: on_request (on the reading thread, in order with the notifications), on_bad_line,
-  on_oversize, on_end, trace; `in_flight` counts the requests read and not yet answered.
+  on_oversize, on_end, trace; `in_flight` counts the requests read and not yet answered, and
+  `wait_idle(timeout)` waits, without polling, for the end of input with none left in flight.
 Rules: no protocol knowledge beyond JSON-RPC (it takes handlers), never spawns or signals; imports only wire.
 """
 
@@ -185,6 +186,13 @@ class LinePeer(Generic[W]):
                     return False
                 self._changed.wait(poll)
         return True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait at most `timeout` s until input ended (or reading stopped) and no request is in flight;
+        whether that came. Each answer written after the end of input notifies the condition, so
+        this wakes at the last one (no polling)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: (self._done or self._stopped) and not self.in_flight, timeout)
 
     def close_output(self) -> None:
         """Close our output (the peer sees end of input); a write blocked on a full pipe is not waited for."""
@@ -394,6 +402,7 @@ class LinePeer(Generic[W]):
                 with self._changed:
                     if self._leader is not worker:
                         self._workers.discard(worker)
+                        self._changed.notify_all()  # one fewer in flight: drain and wait_idle look again
                         return
                     self._changed.notify_all()
 

@@ -123,6 +123,10 @@ class Connection:
         """Requests read whose handler has not yet written its answer."""
         return self._lines.in_flight
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait at most `timeout` s until input ended and every request read is answered (no polling)."""
+        return self._lines.wait_idle(timeout) if self._started else True  # never read: nothing in flight
+
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> Connection:
         """Start the reader thread (once); returns self."""

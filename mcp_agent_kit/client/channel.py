@@ -2,19 +2,25 @@
 
 A Channel sends one JSON-RPC request and turns whatever happens into a probe Event (a Reply or
 a Failure); it never raises for peer misbehaviour. Server notifications and (legacy) server
-requests go to the callbacks the client installs. An HTTP channel can also fall back to the
+requests go to what the client registered with `channel.add_listener(kind, fn) -> remove`
+(ChannelListeners: any number of "notification" listeners, one "request" handler), never
+assigned over the channel. An HTTP channel can also fall back to the
 2024-11-05 HTTP+SSE transport (`StreamCapable`) when the probe asks. Rules: no protocol
 decisions here beyond mapping transport outcomes to events; the probe state machine decides.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from mcp_agent_kit.client.probe import Event, Failure, Opened, OpenStream, Probe, Reply, Verdict
 from mcp_agent_kit.wire import jsonrpc
+
+log = logging.getLogger("mcp_agent_kit.client")
+CHANNEL_KINDS = ("notification", "request")  # what a channel's add_listener takes
 
 
 class Slot:
@@ -49,13 +55,70 @@ def reply_to_request(handler: RequestHandler | None, request: dict[str, Any], re
     return handler(request, related)
 
 
+class ChannelListeners:
+    """Who hears a channel: every "notification" listener hears each server notification (one that
+    raises is logged and the others still hear); the one "request" handler answers server→client
+    requests (a request needs exactly one reply: a second handler is refused until the first is
+    removed; without one a request gets method-not-found). Channels inherit this; registering
+    returns the function that removes the listener again (twice is harmless)."""
+
+    def __init__(self) -> None:
+        self._listeners_lock = threading.Lock()
+        self._notification_listeners: tuple[NotificationHandler, ...] = ()
+        self._request_handler: RequestHandler | None = None
+
+    @overload
+    def add_listener(self, kind: Literal["notification"], listener: NotificationHandler) -> Callable[[], None]: ...
+
+    @overload
+    def add_listener(self, kind: Literal["request"], listener: RequestHandler) -> Callable[[], None]: ...
+
+    def add_listener(self, kind: str, listener: Callable[..., Any]) -> Callable[[], None]:
+        if kind not in CHANNEL_KINDS:
+            raise ValueError(f"unknown listener kind {kind!r}; use one of {', '.join(CHANNEL_KINDS)}")
+        with self._listeners_lock:
+            if kind == "notification":
+                self._notification_listeners = (*self._notification_listeners, listener)
+            elif self._request_handler is not None:
+                raise ValueError("this channel already has a request handler; remove it first")
+            else:
+                self._request_handler = listener
+
+        def remove() -> None:
+            with self._listeners_lock:
+                if kind == "notification":
+                    self._notification_listeners = tuple(
+                        item for item in self._notification_listeners if item is not listener)
+                elif self._request_handler is listener:
+                    self._request_handler = None
+
+        return remove
+
+    def tell_notification(self, message: dict[str, Any]) -> None:
+        """A server notification, to every notification listener (on the transport's thread)."""
+        for listener in self._notification_listeners:
+            try:
+                listener(message)
+            except Exception:
+                log.exception("a notification listener failed on %s", message.get("method"))
+
+    def answer_request(self, request: dict[str, Any], related: Any = None) -> dict[str, Any]:
+        """The reply to a server→client request: the request handler's, or method-not-found without one."""
+        return reply_to_request(self._request_handler, request, related)
+
+
 class Channel(Protocol):
-    """One connection to one MCP server (a child process or an HTTP endpoint)."""
+    """One connection to one MCP server (a child process or an HTTP endpoint); its server notifications
+    and requests go to the listeners registered with `add_listener` (ChannelListeners)."""
 
     strict: bool
-    on_request: RequestHandler | None
-    on_notification: NotificationHandler | None
     legacy_version: str | None
+
+    @overload
+    def add_listener(self, kind: Literal["notification"], listener: NotificationHandler) -> Callable[[], None]: ...
+
+    @overload
+    def add_listener(self, kind: Literal["request"], listener: RequestHandler) -> Callable[[], None]: ...
 
     def exchange(self, message: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> Event:
         """Send one request and wait for its reply, or a Failure; never raises for the peer."""

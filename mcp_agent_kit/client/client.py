@@ -96,8 +96,9 @@ class Client:
         self._call_inputs: dict[Any, InputAnswerer] = {}
         self._listeners: dict[str, list[Callable[[str], None]]] = {kind: [] for kind in LISTENER_KINDS}
         self.skills = SkillHost(self)
-        channel.on_notification = self._on_notification
-        channel.on_request = self._serve_request
+        # registered on the channel for the Client's life (a channel serves one Client's requests)
+        channel.add_listener("notification", self._on_notification)
+        channel.add_listener("request", self._serve_request)
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, credentials, origin_of, retrying
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, reply_to_request
+from mcp_agent_kit.client.channel import ChannelListeners
 from mcp_agent_kit.client.headers import request_headers
 from mcp_agent_kit.client.probe import Event, Failure, Opened, Reply
 from mcp_agent_kit.client.sse import SseStream
@@ -41,7 +41,7 @@ ACCEPT = "application/json, text/event-stream"
 _HEADERED_SINCE = "2025-06-18"  # legacy revisions that send MCP-Protocol-Version after initialize
 
 
-class HttpChannel:
+class HttpChannel(ChannelListeners):
     """One MCP endpoint URL; `headers` are added to every request (e.g. Authorization)."""
 
     def __init__(self, url: str, headers: Mapping[str, str] | None = None, *, verify: bool = True,
@@ -56,9 +56,8 @@ class HttpChannel:
         self.extra = dict(headers or {})
         self.verify = verify
         self.auth = auth  # OAuth: its headers go on every request to this URL, and it answers 401/403
+        super().__init__()
         self.strict = False
-        self.on_request: RequestHandler | None = None
-        self.on_notification: NotificationHandler | None = None
         self.legacy_version: str | None = None
         self.session_id: str | None = None
         self.sse: SseStream | None = None  # the 2024-11-05 HTTP+SSE transport, once in use
@@ -331,12 +330,12 @@ class HttpChannel:
         if not data.strip():
             return None
         incoming = jsonrpc.decode(data)
-        if incoming.kind == "notification" and self.on_notification is not None:
-            self.on_notification(incoming.message)
+        if incoming.kind == "notification":
+            self.tell_notification(incoming.message)
         elif incoming.kind == "request":
             threading.Thread(target=self._answer, args=(incoming.message, related), daemon=True).start()
         return incoming
 
     def _answer(self, request: dict[str, Any], related: Any = None) -> None:
-        reply = reply_to_request(self.on_request, request, related)
+        reply = self.answer_request(request, related)
         self._post_quietly(reply)

@@ -4,13 +4,14 @@ The old transport keeps one `GET url` stream open: its first event, `endpoint`, 
 the client POSTs every message to; replies, notifications and server requests all arrive on the
 stream as `event: message`. `SseStream.open()` makes the GET and hands back the endpoint event
 as a probe Endpoint (or a Failure); `use(url)` starts the reader thread; `exchange()` registers
-the request id, POSTs, and waits for the reply on the stream. Server requests are answered with
-the owner's callbacks and the answers POSTed back. With an Authorizer (OAuth) the GET stream
-and every POST carry its credentials, and a 401/403 on either takes the same challenge,
-discovery and refresh path as Streamable HTTP (client/authorizer.py); credentials go only to the
-stream's own origin, so an endpoint elsewhere would get none (the probe refuses such an endpoint
-anyway). Rules: no protocol decisions (the probe resolves and vets the endpoint, same origin
-only); peer misbehaviour becomes a Failure, never an exception.
+the request id, POSTs, and waits for the reply on the stream. Server requests are answered by
+the owner's listeners (the HttpChannel's, client/channel.py) and the answers POSTed back. With
+an Authorizer (OAuth) the GET stream and every POST carry its credentials, and a 401/403 on
+either takes the same challenge, discovery and refresh path as Streamable HTTP
+(client/authorizer.py); credentials go only to the stream's own origin, so an endpoint
+elsewhere would get none (the probe refuses such an endpoint anyway). Rules: no protocol
+decisions (the probe resolves and vets the endpoint, same origin only); peer misbehaviour
+becomes a Failure, never an exception.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_agent_kit.client.authorizer import Authorizer, Retry, challenged, credentials, retrying
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
+from mcp_agent_kit.client.channel import ChannelListeners, Slot
 from mcp_agent_kit.client.probe import Endpoint, Event, Failure, FailureKind, Opened, Reply
 from mcp_agent_kit.wire import jsonrpc
 from mcp_agent_kit.wire.sse import iter_sse
@@ -39,17 +40,10 @@ def path_of(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-class Owner(Protocol):
-    """Where server notifications and requests go (the HttpChannel and, through it, the Client)."""
-
-    on_request: RequestHandler | None
-    on_notification: NotificationHandler | None
-
-
 class SseStream:
     """One 2024-11-05 HTTP+SSE session: the GET stream at `url` and the endpoint it names."""
 
-    def __init__(self, url: str, owner: Owner, connect: Connect, headers: Mapping[str, str],
+    def __init__(self, url: str, owner: ChannelListeners, connect: Connect, headers: Mapping[str, str],
                  auth: Authorizer | None = None) -> None:
         self.url = url
         self.auth = auth
@@ -156,15 +150,15 @@ class SseStream:
                 log.warning("dropping a reply nobody waits for: %.120r", data)
             else:
                 slot.resolve(Reply(incoming.message))
-        elif incoming.kind == "notification" and self.owner.on_notification is not None:
-            self.owner.on_notification(incoming.message)
+        elif incoming.kind == "notification":
+            self.owner.tell_notification(incoming.message)
         elif incoming.kind == "request":
             threading.Thread(target=self._answer, args=(incoming.message,), daemon=True).start()
         elif incoming.kind == "invalid":
             log.warning("non-JSON-RPC data on the SSE stream: %.120r", data)
 
     def _answer(self, request: dict[str, Any]) -> None:
-        reply = reply_to_request(self.owner.on_request, request)
+        reply = self.owner.answer_request(request)
         failure = self._post(reply, 10.0)
         if failure is not None:
             log.warning("could not answer %s: %s", request.get("method"), failure.detail)

@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcp_agent_kit.client.channel import NotificationHandler, RequestHandler, Slot, reply_to_request
+from mcp_agent_kit.client.channel import ChannelListeners, Slot
 from mcp_agent_kit.client.loglimit import MAX_CHARS, LineLimiter
 from mcp_agent_kit.client.probe import Event, Failure, Reply
 from mcp_agent_kit.line_peer import LinePeer, Threads
@@ -39,7 +39,7 @@ LINE_KEEP = 4 * MAX_CHARS  # bytes of one stderr line kept for the log (it is cu
 STDOUT_HINT = "a stdio server writes only JSON-RPC to stdout: write logs to stderr (print(..., file=sys.stderr))"
 
 
-class StdioChannel:
+class StdioChannel(ChannelListeners):
     """A child process speaking MCP on its stdin/stdout."""
 
     def __init__(
@@ -59,9 +59,8 @@ class StdioChannel:
         self.cwd = cwd
         self.grace = grace
         self.max_line = max_line
+        super().__init__()
         self.strict = False
-        self.on_request: RequestHandler | None = None
-        self.on_notification: NotificationHandler | None = None
         self.legacy_version: str | None = None
         self._proc: PeerProcess | None = None
         self._last: PeerProcess | None = None  # the latest process, whose stderr tail outlives close()
@@ -92,7 +91,8 @@ class StdioChannel:
         peer: JsonRpcPeer[Slot] = JsonRpcPeer(LENIENT_SERVER, lambda message: (Reply(message), None),
                                               max_line=self.max_line)
         lines: LinePeer[Slot] = LinePeer(
-            proc.stdout, proc.stdin, peer, handle=self._answer, notify=self._notification, concurrency=Threads(),
+            proc.stdout, proc.stdin, peer, handle=self.answer_request, notify=self.tell_notification,
+            concurrency=Threads(),
             on_bad_line=self._stray, on_oversize=self._too_long, on_end=lambda: self._ended(proc, lines),
             log=self._log_stdout, name=self.command,
             thread_name="mcp-client")
@@ -184,10 +184,6 @@ class StdioChannel:
         if proc is self._proc or self._proc is None:
             self._fail_all(lines, Failure("exited", self._exit_reason()))
 
-    def _notification(self, message: dict[str, Any]) -> None:
-        if self.on_notification is not None:
-            self.on_notification(message)
-
     def _stray(self, line: bytes, reply: dict[str, Any] | None) -> None:
         """A line that is not JSON-RPC (a print at import, a banner): skipped with a warning naming the
         fix, as the official SDKs skip it; a request still unanswered at its timeout fails as "garbage"."""
@@ -206,9 +202,6 @@ class StdioChannel:
             self._fail_all(self._lines, Failure("garbage", f"the server wrote non-JSON-RPC output: {sample[:120]!r}"))
         else:
             self.log_limiter.line(logging.WARNING, "wrote a line that is not JSON-RPC", repr(sample))
-
-    def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
-        return reply_to_request(self.on_request, message)
 
     def _stderr_lines(self) -> Callable[[bytes], None]:
         """For one process: each stderr chunk (b"" at its end) cut into lines logged through the limiter

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 Notify = Callable[[dict[str, Any]], None]
 LISTENER_KINDS = ("cancelled",)  # what Context.add_listener can be told of
+FOREIGN_WATCH_S = 1.0  # how often cancel_listener's helper for an Event made elsewhere looks for its removal
 T = TypeVar("T")
 
 
@@ -85,7 +86,8 @@ class CancelFlag(threading.Event):
 
 def cancel_listener(event: threading.Event, listener: Callable[[], None]) -> Callable[[], None]:
     """`event.add_listener(listener)` for the kit's cancel signals (CancelFlag, a2a's CancelSignal); an Event
-    made elsewhere has no listeners, so one helper thread waits on it for this listener (until it is set)."""
+    made elsewhere has no listeners, so one helper thread waits on it for this listener, until it is set or
+    the listener removed (looked at every FOREIGN_WATCH_S, so a removed one's thread ends soon after)."""
     add = getattr(event, "add_listener", None)
     if callable(add):
         remove: Callable[[], None] = add(listener)
@@ -93,9 +95,11 @@ def cancel_listener(event: threading.Event, listener: Callable[[], None]) -> Cal
     removed = threading.Event()
 
     def watch() -> None:
-        event.wait()
-        if not removed.is_set():
-            listener()
+        while not removed.is_set():
+            if event.wait(FOREIGN_WATCH_S):
+                if not removed.is_set():
+                    listener()
+                return
 
     threading.Thread(target=watch, name="cancel-listener", daemon=True).start()
     return removed.set

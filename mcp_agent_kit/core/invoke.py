@@ -1,7 +1,8 @@
 """invoke: calls a user handler, sync or async, with its arguments and optional context.
 
 Async handlers run on one shared background event loop, started on first use, so sync
-callers (worker threads) can wait for them. Rules: knows nothing of MCP shapes or eras.
+callers (worker threads) can wait for them; the request's cancel flag cancels the coroutine
+through a listener. Rules: knows nothing of MCP shapes or eras.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from mcp_agent_kit.core.context import cancel_listener
 from mcp_agent_kit.core.registry import Handler
 
 if TYPE_CHECKING:
@@ -37,13 +39,20 @@ def run_coroutine(coro: Coroutine[Any, Any, Any], cancel: threading.Event | None
     future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
     if cancel is None:
         return future.result()
-    while True:
-        try:
-            return future.result(timeout=0.05)
-        except TimeoutError:
-            if cancel.is_set():
-                future.cancel()
-                raise
+    from concurrent.futures import CancelledError
+
+    def stop() -> None:
+        future.cancel()  # cancels the coroutine's task on the loop
+
+    remove = cancel_listener(cancel, stop)  # the flag wakes us through a listener: nothing polled
+    try:
+        return future.result()
+    except CancelledError:
+        if cancel.is_set():
+            raise TimeoutError("the request was cancelled") from None
+        raise
+    finally:
+        remove()
 
 
 def call(handler: Handler, arguments: dict[str, Any], context: Any, cancel: threading.Event | None = None) -> Any:

@@ -221,9 +221,7 @@ class LegacyTasksExtension(TaskMachinery):
         limit = policy.ttl_ms
         ttl = limit if ttl is None else (ttl if limit is None else min(ttl, limit))
         tasks = self.table
-        task = tasks.create(call.conn, ttl, call.conn.principal)
-        if call.out is not None:
-            task.notify = call.out.notify
+        task = tasks.create(call.conn, ttl, call.conn.principal, notify=None if call.out is None else call.out.notify)
         work = call._replace(out=_TaskOutbox(call.out, tasks, task), cancel=task.cancel, task=_HOOKS)
         created = {"task": tasks.snapshot(task)}  # before the worker starts: the task is still working
         self.pool.submit(lambda: _work(tasks, task, work, tool, arguments))  # queued: still `working`

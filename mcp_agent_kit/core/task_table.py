@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from mcp_agent_kit.core.context import CancelFlag
+from mcp_agent_kit.core.context import CancelFlag, cancel_listener
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -27,6 +27,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "cancelled": frozenset(),
 }
 DEFAULT_TTL_MS = 3_600_000
+SAFETY_WAIT_S = 60.0  # a wait for a task wakes on every change (notified); this bound only guards against a lost one
 
 
 class TaskLimits(NamedTuple):
@@ -99,7 +100,9 @@ class TaskRecord:
     remote = False  # a read-only view of a task another replica runs (core.task_mirror)
     wall = 0.0  # time.time() at creation, when the task is mirrored to a store
 
-    def __init__(self, owner: Any, ttl_ms: int | None, principal: Any = None) -> None:
+    def __init__(self, owner: Any, ttl_ms: int | None, principal: Any = None, *,
+                 cancel: threading.Event | None = None,
+                 notify: Callable[[dict[str, Any]], None] | None = None) -> None:
         import uuid  # lazily: uuid costs ~1.5 ms at server start, and tasks are rare
 
         self.id = str(uuid.uuid4())
@@ -115,8 +118,9 @@ class TaskRecord:
         self.pending: dict[str, dict[str, Any]] = {}  # input requests awaiting tasks/update (2026-07-28)
         self.answers: dict[str, Any] = {}
         self.used_keys: set[str] = set()
-        self.cancel: threading.Event = CancelFlag()  # listenable: Context.add_listener('cancelled', fn)
-        self.notify: Callable[[dict[str, Any]], None] | None = None  # where 2025-11-25 announces changes
+        # listenable (Context.add_listener('cancelled', fn)); the task's own unless its run made it one first
+        self.cancel: threading.Event = CancelFlag() if cancel is None else cancel
+        self.notify = notify  # where 2025-11-25 announces changes
 
     @property
     def deadline(self) -> float | None:
@@ -175,11 +179,14 @@ class TaskTable:
         with self.lock:
             return self._running.get(principal, 0)
 
-    def create(self, owner: Any, ttl_ms: int | None, principal: Any = OWNER) -> TaskRecord:
+    def create(self, owner: Any, ttl_ms: int | None, principal: Any = OWNER, *,
+               cancel: threading.Event | None = None,
+               notify: Callable[[dict[str, Any]], None] | None = None) -> TaskRecord:
         """A new `working` task, or -32603 when the principal (or everyone) has too many unfinished.
-        `principal` defaults to the owner (2026-07-28: the owner is the principal)."""
+        `principal` defaults to the owner (2026-07-28: the owner is the principal); `cancel` and `notify`
+        are the task's from its first moment in the table (TaskRecord), never set on it later."""
         principal = owner if principal is OWNER else principal
-        task = TaskRecord(owner, ttl_ms, principal)
+        task = TaskRecord(owner, ttl_ms, principal, cancel=cancel, notify=notify)
         limits = self.limits
         mirror = self.mirror
         if mirror is not None and mirror.mirrored(task):
@@ -285,15 +292,29 @@ class TaskTable:
             return self.render(task)
 
     def wait_end(self, task: TaskRecord, cancel: threading.Event | None) -> bool:
-        """Block until the task ends; False if the waiting request was cancelled first."""
-        with self.lock:
-            while task.status not in TERMINAL:
-                if cancel is not None and cancel.is_set():
-                    return False
-                self.lock.wait(0.25)
-            return True
+        """Block until the task ends; False if the waiting request was cancelled first.
+
+        Event-driven: every status change (move, expiry, a dropped owner) notifies the table's
+        condition, and the request's cancel flag wakes it through a listener; nothing is polled."""
+        return self.wait_until(lambda: task.status in TERMINAL, cancel)
+
+    def wait_until(self, done: Callable[[], bool], cancel: threading.Event | None) -> bool:
+        """Block under the lock until `done()` (looked at after each notify of the table's condition);
+        False if `cancel` was set first. `cancel` wakes the wait through a listener (core.context.cancel_listener)."""
+        remove = None if cancel is None else cancel_listener(cancel, self.wake)
+        try:
+            with self.lock:
+                while not done():
+                    if cancel is not None and cancel.is_set():
+                        return False
+                    self.lock.wait(SAFETY_WAIT_S)
+                return True
+        finally:
+            if remove is not None:
+                remove()
 
     def wake(self) -> None:
+        """Wake every wait on the table (a change made outside move(), such as a cancel flag set)."""
         with self.lock:
             self.lock.notify_all()
 

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_agent_kit.core import methods
 from mcp_agent_kit.core.call import Call, Method
-from mcp_agent_kit.core.context import CancelFlag, Context, InputBroker, capability_declared, required_capability
+from mcp_agent_kit.core.context import (
+    CancelFlag,
+    Context,
+    InputBroker,
+    cancel_listener,
+    capability_declared,
+    required_capability,
+)
 from mcp_agent_kit.core.extension import Contributions, Lazy
 from mcp_agent_kit.core.listen import ListenExtension, Subscription
 from mcp_agent_kit.core.task_machinery import TaskMachinery
@@ -232,11 +239,11 @@ class TasksExtension(TaskMachinery):
                 wire_keys[key] = wire
             task.pending.update({wire_keys[key]: request for key, request in requests.items()})
         self.table.move(task, "input_required")
+        # answer() notifies the table's condition; the task's cancel flag wakes the wait through a listener
+        if not self.table.wait_until(lambda: not any(wire in task.pending for wire in wire_keys.values()),
+                                     task.cancel):
+            raise TaskCancelled()
         with lock:
-            while any(wire in task.pending for wire in wire_keys.values()):
-                if task.cancel.is_set():
-                    raise TaskCancelled()
-                lock.wait(0.5)
             if task.cancel.is_set():
                 raise TaskCancelled()
             answers = {key: task.answers.pop(wire) for key, wire in wire_keys.items()}
@@ -400,19 +407,25 @@ class TaskRun:
             self.detach()  # the task exists before the reply goes out
         self.store.pool.submit(self._work)  # a task waiting for a worker is `working`
         request_cancel = self.call.cancel
-        while True:
-            try:
-                return self.first.result(timeout=0.25)
-            except TimeoutError:
-                if request_cancel is not None and request_cancel.is_set() and self.task is None:
-                    self.cancel.set()
+        # Until the tool detaches, cancelling the tools/call cancels the tool; after, only tasks/cancel does.
+        remove = None if request_cancel is None else cancel_listener(request_cancel, self._request_cancelled)
+        try:
+            return self.first.result()  # set by detach() or by the end of _work, whichever comes first
+        finally:
+            if remove is not None:
+                remove()
+
+    def _request_cancelled(self) -> None:
+        with self._lock:
+            detached = self.task is not None
+        if not detached:
+            self.cancel.set()  # outside the lock: the tool's own cancel listeners run here
 
     def detach(self) -> None:
         with self._lock:
             if self.task is not None:
                 return
-            task = self.store.table.create(self.call.conn.principal, self.policy.ttl_ms)
-            task.cancel = self.cancel
+            task = self.store.table.create(self.call.conn.principal, self.policy.ttl_ms, cancel=self.cancel)
             self.task = task
         if not self.first.done():
             self.first.set_result({"resultType": "task", **render(task, self.store.poll_ms)})

@@ -16,7 +16,6 @@ siblings only.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -110,13 +109,6 @@ class AgentLink:
             return
         while not connection.join(3600.0):
             pass
-        self._wait_for_answers(connection, shutdown_timeout)
-        if connection.in_flight:
+        if not connection.wait_idle(shutdown_timeout):
             self.cancel_all()
-            self._wait_for_answers(connection, 1.0)
-
-    @staticmethod
-    def _wait_for_answers(connection: AgentConnection, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while connection.in_flight and time.monotonic() < deadline:
-            time.sleep(0.02)
+            connection.wait_idle(1.0)
