@@ -132,11 +132,13 @@ class Board:
             os.close(fd)  # closing the descriptor releases the flock
 
     def start(self) -> None:
-        """Interrupt what the last run of this board left running (BoardTasks.recover), re-attach the workspaces
-        of unfinished tasks, keep this replica's leases, start the scheduler."""
+        """Stop the agents and interrupt the tasks the last run of this board left running (BoardTasks.recover),
+        re-attach the workspaces of unfinished tasks, keep this replica's leases, start the scheduler."""
         if self._started:
             return
         self._started = True
+        for task_id in self.runner.stop_orphans():
+            log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
         for task in self.tasks.list():
             if task.get("workspace") and task["state"] not in FINAL:

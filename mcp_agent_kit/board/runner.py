@@ -16,18 +16,25 @@ permission request the entry's `approve` does not answer itself moves the task `
 its question; `answer` hands the chosen option straight to the waiting agent, then moves `answer`. The
 end moves `finish` (result = the turn's reply text) or `fail` (STOP_FAILS, or the error). `cancel`
 cancels the turn (`session/cancel`), then moves `cancel`; the end that follows moves nothing.
-Rules: one lock per run orders the engine's calls and the task's moves (an answer's move lands before
-the end it lets happen); nothing here blocks a connection's reader thread but store writes; a run that
-vanished (the board closing) moves nothing, so the task keeps its state for the restart rule.
+An agent's pid is noted in the data directory (`agents/<task>.json`) while it runs: a board started after a
+crash stops the agents its previous life left behind (`stop_orphans`), before they edit on in a workspace
+whose task was interrupted. Rules: one lock per run orders the engine's calls and the task's moves (an
+answer's move lands before the end it lets happen); nothing here blocks a connection's reader thread but
+store writes; a run that vanished (the board closing) moves nothing, so the task keeps its state for the
+restart rule.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import shutil
+import signal
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from mcp_agent_kit.acp import events as ev
@@ -36,7 +43,7 @@ from mcp_agent_kit.acp.permissions import PermissionRequest
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskInvalid, TransitionRefused
 from mcp_agent_kit.board.states import transition
 from mcp_agent_kit.board.tasks import BoardTasks
-from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceError, Workspaces
+from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceError, Workspaces, safe_id
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 
 log = logging.getLogger("mcp_agent_kit.board")
@@ -79,6 +86,15 @@ def question_of(request: PermissionRequest) -> dict[str, Any]:
     """A permission request as the task's `question`."""
     return {"kind": "permission", "message": asked(request),
             "options": [{"id": o.option_id, "name": o.name, "kind": o.kind} for o in request.options]}
+
+
+def _start_time(pid: int) -> str | None:
+    """When process `pid` started (field 22 of /proc/PID/stat), None where that cannot be read (gone, no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
 
 
 def _tail(text: str) -> str:
@@ -183,6 +199,7 @@ class TaskRunner:
                                timeouts=Timeouts(turn=spec.timeout, permission=spec.timeout))
         with run.lock:
             run.agent = agent
+        self._note_agent(run.task_id, agent.process.pid if agent.process is not None else None)
         agent.initialize()
         servers = [*self.config.mcp_servers, *spec.mcp_servers]
         previous, note = run.task.get("sessionId"), ""
@@ -251,7 +268,45 @@ class TaskRunner:
                 del self._runs[run.task_id]
         agent, run.agent = run.agent, None
         if agent is not None:
-            threading.Thread(target=agent.close, name=f"board-stop-{run.task_id}", daemon=True).start()
+            threading.Thread(target=self._stop_agent, args=(run.task_id, agent), name=f"board-stop-{run.task_id}",
+                             daemon=True).start()
+
+    def _stop_agent(self, task_id: str, agent: Any) -> None:
+        agent.close()
+        self._note_agent(task_id, None)
+
+    # ---- agent processes that outlive a killed board ---------------------------------------------
+    @property
+    def _agents_dir(self) -> Path:
+        return self.workspaces.data_dir / "agents"
+
+    def _note_agent(self, task_id: str, pid: int | None) -> None:
+        """Record (pid) or forget (None) the agent process of a task, so that a board started after a crash
+        can stop the agent its previous life left running in the task's workspace."""
+        path = self._agents_dir / f"{safe_id(task_id)}.json"
+        if pid is None:
+            path.unlink(missing_ok=True)
+            return
+        self._agents_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"taskId": task_id, "pid": pid, "start": _start_time(pid)}), "utf-8")
+
+    def stop_orphans(self) -> list[str]:
+        """Stop (SIGKILL, the whole process group) every agent recorded by an earlier life of this board that
+        still runs: it would go on editing a workspace whose task is interrupted. The task ids it stopped."""
+        stopped = []
+        for path in sorted(self._agents_dir.glob("*.json")) if self._agents_dir.is_dir() else []:
+            try:
+                note = json.loads(path.read_text("utf-8"))
+                pid, start = int(note["pid"]), note.get("start")
+            except (OSError, ValueError, KeyError, TypeError):
+                path.unlink(missing_ok=True)
+                continue
+            if start is not None and _start_time(pid) == start:  # the same process, not a reused pid
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                    stopped.append(str(note.get("taskId")))
+            path.unlink(missing_ok=True)
+        return stopped
 
     # ---- a person's actions --------------------------------------------------------------------
     def run_of(self, task_id: str) -> BoardRun | None:
@@ -322,7 +377,8 @@ class TaskRunner:
                 run.stopped = True
                 agent, run.agent = run.agent, None
             if agent is not None:
-                stopper = threading.Thread(target=agent.close, name=f"board-close-{run.task_id}", daemon=True)
+                stopper = threading.Thread(target=self._stop_agent, args=(run.task_id, agent),
+                                           name=f"board-close-{run.task_id}", daemon=True)
                 stopper.start()
                 stoppers.append(stopper)
         for stopper in stoppers:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.board.errors import TaskInvalid, TransitionRefused
+from mcp_agent_kit.board.board import Board, default_data_dir
+from mcp_agent_kit.board.errors import BoardError, TaskInvalid, TransitionRefused
 from mcp_agent_kit.board.queue import RANK
 from tests.board.boards import Transcript, running_board, settled, task_when
 from tests.board.conftest import run_git
@@ -159,3 +160,30 @@ def test_a_raising_listener_is_logged_and_the_others_still_hear(tmp_path: Path, 
         settled(board, task["id"], "review")
         assert heard.wait(5)
     assert "listener bug" in caplog.text
+
+
+def test_in_place_tasks_take_the_checkout_one_at_a_time(tmp_path: Path, repo: Path) -> None:
+    with running_board(tmp_path, repo, workspace={"mode": "in-place"}) as board:
+        first, second = board.create_task("in place"), board.create_task("after it")
+        done = settled(board, first["id"], "review")
+        assert done["workspace"] == str(repo) and done["branch"] is None
+        assert (repo / "echo.txt").read_text() == "in place\n"
+        waiting = task_when(board, second["id"], lambda t: (t["waiting"] or "").startswith("in-place"))
+        assert waiting["state"] == "queued"
+        board.accept_task(first["id"])
+        assert run_git(repo, "log", "-1", "--format=%s", "main") == f"in place (task {first['id']})"
+        settled(board, second["id"], "review")
+    assert (repo / "echo.txt").read_text() == "after it\n"
+
+
+def test_one_board_per_data_directory_and_the_default_one_is_outside_the_repository(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    found = default_data_dir(repo)
+    assert found.parent == tmp_path / "xdg" / "mcp-agent-kit" / "boards" and found.name.startswith("repo-")
+    with running_board(tmp_path, repo, start=False) as board:
+        with pytest.raises(BoardError, match="another board runs on the data directory"):
+            Board(board.config, repo, data_dir=board.data_dir)
+        assert board.list_tasks() == []
+        with pytest.raises(TaskInvalid, match="unknown listener kind"):
+            board.add_listener("tasks", lambda change: None)
