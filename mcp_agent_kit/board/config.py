@@ -14,15 +14,17 @@ The document is JSON with three sections (every other top-level key is refused):
 - `mcpServers`: MCP servers handed to every task's session, as ACP's McpServer list or as an object keyed
   by name in the gateway's shape (converted like an acp entry's `mcpServers`).
 An agent's own `max_concurrent` limits it only when the config sets it (the gateway's default of 4 does not
-apply on the board: the board's limit does). Rules: plain data in, frozen data out; no I/O beyond reading
-the file and looking commands up on PATH; every mistake is one ConfigError line naming the key and the fix.
+apply on the board: the board's limit does); its `timeout` (one turn, a question's wait for a person
+included) defaults to DEFAULT_TURN_TIMEOUT, an hour, not the gateway's ten minutes. Rules: plain data
+in, frozen data out; no I/O beyond reading the file and looking commands up on PATH; every mistake is one
+ConfigError line naming the key and the fix.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ __all__ = ["DEFAULT_MAX_CONCURRENT", "BoardConfig", "ConfigError", "WebhookTarge
 
 DEFAULT_MAX_CONCURRENT = 4
 DEFAULT_SETUP_TIMEOUT = 600.0
+DEFAULT_TURN_TIMEOUT = 3600.0  # seconds one turn may take, a question's wait for a person included
 MAX_CONFIG_BYTES = 1 << 20
 _TOP_KEYS = ("agents", "board", "mcpServers")
 _BOARD_KEYS = ("max_concurrent", "agent", "author", "workspace", "webhooks")
@@ -171,6 +174,10 @@ def _agents(section: Any, default: str | None) -> tuple[dict[str, Any], dict[str
                               "in the task's worktree on this machine): give an ACP agent")
     specs = parse_agents({"agents": entries})
     agents = {_agent_id(ref): spec for ref, spec in specs.items()}
+    for name, entry in entries.items():  # a turn may wait for a person's answer: the board's default is longer
+        if "timeout" not in entry:
+            agent_id = _agent_id(specs_key(name))
+            agents[agent_id] = replace(agents[agent_id], timeout=DEFAULT_TURN_TIMEOUT)
     limits: dict[str, int] = {}
     for name, entry in entries.items():
         own = entry.get("max_concurrent", (entry.get("acp") or {}).get("max_concurrent"))

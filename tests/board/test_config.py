@@ -27,6 +27,7 @@ def test_a_full_config_is_read_with_its_defaults_filled_in() -> None:
     assert set(config.agents) == {"echo", "team/other"} and config.default_agent == "echo"
     assert config.agents["team/other"].approve == "all" and config.agents["echo"].command == sys.executable
     assert dict(config.agent_limits) == {"echo": 2, "team/other": 1}
+    assert config.agents["echo"].timeout == 3600.0
     assert config.max_concurrent == 3 and config.author == "Ada <ada@example.com>"
     assert config.workspace == WorkspaceSettings("main", (".env",), "make", 5.0, "worktree")
     assert config.webhooks[0] == WebhookTarget("https://hooks.example/board", "BOARD_SECRET", ("task.review",))
@@ -36,7 +37,8 @@ def test_a_full_config_is_read_with_its_defaults_filled_in() -> None:
 
 
 def test_one_agent_is_the_default_and_an_agent_without_its_own_limit_has_none() -> None:
-    config = parse_config({"agents": {"echo": ACP}, "mcpServers": [{"name": "s", "command": "srv"}]})
+    config = parse_config({"agents": {"echo": {**ACP, "timeout": 30}}, "mcpServers": [{"name": "s", "command": "srv"}]})
+    assert config.agents["echo"].timeout == 30.0
     assert config.default_agent == "echo" and dict(config.agent_limits) == {}
     assert config.max_concurrent == 4 and config.workspace.mode == "worktree" and config.webhooks == ()
     assert config.mcp_servers == ({"name": "s", "command": "srv", "args": [], "env": []},)

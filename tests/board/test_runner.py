@@ -12,7 +12,8 @@ from pathlib import Path
 from mcp_agent_kit.board.board import Board
 from mcp_agent_kit.board.config import parse_config
 from mcp_agent_kit.board.tasks import RESTARTED
-from tests.board.boards import WAIT_S, echo_config, running_board, settled, task_when
+from mcp_agent_kit.store.memory import MemoryStore
+from tests.board.boards import WAIT_S, Transcript, echo_config, running_board, settled, task_when
 from tests.board.conftest import run_git
 from tests.net import until
 
@@ -145,3 +146,22 @@ def test_an_agent_that_dies_at_once_fails_its_task(tmp_path: Path, repo: Path) -
     finally:
         board.close()
     assert "initialize failed" in failed["error"] and failed["workspace"]
+
+
+def test_a_cancel_made_on_another_replica_stops_the_turn_where_it_runs(tmp_path: Path, repo: Path) -> None:
+    store = MemoryStore()
+    config = parse_config(echo_config(tmp_path / "sessions"))
+    runs = Board(config, repo, store=store, data_dir=tmp_path / "a", replica="a")
+    other = Board(config, repo, store=store, data_dir=tmp_path / "b", replica="b")
+    try:
+        runs.start()
+        task = other.create_task("/wait on replica a")
+        Transcript(runs, task["id"], lambda e: e["kind"] == "message" and "Waiting" in e["text"]).wait()
+        ended = Transcript(runs, task["id"], lambda e: e["kind"] == "turn_end")
+        assert other.cancel_task(task["id"])["state"] == "cancelled"
+        ended.wait()  # replica a saw the move, sent session/cancel, and the agent ended its turn
+        events = runs.task_events(task["id"])["events"]
+    finally:
+        other.close()
+        runs.close()
+    assert [e["stopReason"] for e in events if e["kind"] == "turn_end"] == ["cancelled"]
