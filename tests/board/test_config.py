@@ -99,3 +99,14 @@ def test_a_mistake_is_one_line_naming_it(document: Any, problem: str, tmp_path: 
         parse_config(document)
     message = str(raised.value)
     assert problem in message and "\n" not in message
+
+
+def test_without_agents_the_board_has_the_known_agents_found_on_path(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert load_config(None).agents == {} and load_config(None).default_agent is None
+    for program in ("gemini", "goose"):
+        (tmp_path / program).write_text("#!/bin/sh\n")
+        (tmp_path / program).chmod(0o755)
+    config = load_config(None)
+    assert sorted(config.agents) == ["gemini", "goose"] and config.default_agent is None

@@ -165,3 +165,18 @@ def test_a_cancel_made_on_another_replica_stops_the_turn_where_it_runs(tmp_path:
         other.close()
         runs.close()
     assert [e["stopReason"] for e in events if e["kind"] == "turn_end"] == ["cancelled"]
+
+
+def test_every_session_gets_the_boards_and_its_agents_mcp_servers(tmp_path: Path, repo: Path) -> None:
+    document = echo_config(tmp_path / "sessions")
+    document["mcpServers"] = [{"name": "board-wide", "command": "srv", "args": [], "env": []}]
+    document["agents"]["echo"]["acp"]["mcpServers"] = {"own": {"command": "own-srv"}}
+    board = Board(parse_config(document), repo, data_dir=tmp_path / "board-data")
+    try:
+        board.start()
+        task = board.create_task("mcp servers?")
+        done = settled(board, task["id"], "review")
+    finally:
+        board.close()
+    servers = json.loads(done["result"].removeprefix("MCP servers: "))
+    assert [s["name"] for s in servers] == ["board-wide", "own"]
