@@ -140,8 +140,9 @@ CHECKS: tuple[Callable[[Mapping[str, Any], _Round], str | None], ...] = (
 
 
 def _holds_checkout(task: Mapping[str, Any]) -> bool:
-    """In-place: a task that has its workspace and is not done or discarded holds the repository's checkout."""
-    return bool(task.get("workspace")) and task.get("state") not in FINAL
+    """In-place: a task that has its workspace and is not done or discarded holds the repository's checkout; so
+    does a running one whose workspace is still being recorded (its run has just started)."""
+    return (bool(task.get("workspace")) or task.get("state") in ACTIVE) and task.get("state") not in FINAL
 
 
 def plan(tasks: Sequence[Mapping[str, Any]], limits: BoardLimits) -> QueuePlan:

@@ -98,6 +98,8 @@ def test_in_place_runs_one_task_at_a_time_until_it_is_accepted_or_discarded() ->
     assert plan(holding, limits).start == ()
     assert str(plan(holding, limits).waiting["q"]).startswith("in-place: task r holds")
     assert plan([task("r", "done", workspace="/repo"), task("q")], limits).start == ("q",)
+    # a task that has just started holds it before its workspace is recorded
+    assert plan([task("s", "running"), task("q")], limits).start == ()
     # a follow-up of the holder itself starts in its own checkout
     assert plan([task("r", "queued", workspace="/repo"), task("q")], limits).start == ("r",)
     # worktree mode: workspaces never exclude each other
