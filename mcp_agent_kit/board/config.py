@@ -150,7 +150,7 @@ def _agent_id(ref: str) -> str:
 
 def _agents(section: Any, default: str | None) -> tuple[dict[str, Any], dict[str, int]]:
     """id -> AgentSpec and id -> its own limit, found agents resolved, A2A refused."""
-    from mcp_agent_kit.acp import known
+    from mcp_agent_kit.acp.client import known
     from mcp_agent_kit.gateway.agents_config import parse_agents
 
     if section is None:

@@ -37,9 +37,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_agent_kit.acp import events as ev
-from mcp_agent_kit.acp.errors import AcpError
-from mcp_agent_kit.acp.permissions import PermissionRequest
+from mcp_agent_kit.acp.client import events as ev
+from mcp_agent_kit.acp.client.errors import AcpError
+from mcp_agent_kit.acp.client.permissions import PermissionRequest
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskInvalid, TransitionRefused
 from mcp_agent_kit.board.states import transition
 from mcp_agent_kit.board.tasks import BoardTasks
@@ -188,7 +188,7 @@ class TaskRunner:
 
     def _session(self, run: BoardRun, workspace: Workspace) -> tuple[Any, str]:
         """Spawn the agent in the workspace and open the task's session: (the session, a note for the transcript)."""
-        from mcp_agent_kit.acp.client import AcpAgent, ClientOptions, Timeouts
+        from mcp_agent_kit.acp.client.client import AcpAgent, ClientOptions, Timeouts
         from mcp_agent_kit.board.git import git_environment
 
         spec = run.spec
