@@ -28,7 +28,8 @@ def build_card(agent: Agent, interfaces: list[tuple[str, str]], bearer: bool = F
     """interfaces: (url, protocolBinding) pairs in order of preference. schemes: name -> (SecurityScheme,
     scopes it needs); any one of them is enough (each is its own requirement). bearer: the static-token
     scheme, when no schemes are given."""
-    capabilities: dict[str, Any] = {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
+    capabilities: dict[str, Any] = {"streaming": True, "pushNotifications": agent.push_notifications,
+                                    "extendedAgentCard": False}
     extensions = agent.extensions()
     if extensions:
         capabilities["extensions"] = extensions

@@ -183,6 +183,9 @@ class TaskEngine:
         with self._lock:
             return listing.list_tasks(self.store, owner, params)
 
+    def push_config(self, method: str, owner: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise A2AError("PushNotificationNotSupported", "Push notifications are not supported by this agent")
+
     def wait_idle(self, task_id: str, timeout: float = 10.0) -> None:
         """Tests: wait until no job runs for this task."""
         deadline = time.monotonic() + timeout

@@ -25,6 +25,7 @@ from mcp_agent_kit.a2a import jsonrpc, rest
 from mcp_agent_kit.a2a.card import BEARER_SCHEME, MAX_AGE, CardDocument, etag_matches
 from mcp_agent_kit.a2a.engine import KEEPALIVE, TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError
+from mcp_agent_kit.a2a.service import A2AService
 from mcp_agent_kit.addresses import is_loopback, is_wildcard, machine_names
 from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.metadata import AS_SUFFIX, well_known
@@ -78,9 +79,11 @@ def card_schemes(bearer: bool, oauth: ProtectedResource | None) -> dict[str, tup
 
 
 class A2AServer(Server):
+    """An A2A agent over HTTP: `engine` is any A2AService (a2a.engine.TaskEngine, board.a2a_face.BoardFace)."""
+
     def __init__(
         self,
-        engine: TaskEngine,
+        engine: A2AService,
         host: str = "127.0.0.1",
         port: int = 0,
         *,

@@ -36,6 +36,7 @@ class Agent:
     version = "0.1.0"
     input_modes: tuple[str, ...] = ("text/plain", "application/json")
     output_modes: tuple[str, ...] = ("text/plain", "application/json")
+    push_notifications = False  # the card's capability: whether its service takes push notification configs
 
     def skills(self) -> list[dict[str, Any]]:
         return []

@@ -11,19 +11,19 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_agent_kit.a2a.engine import TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError, check_version
+from mcp_agent_kit.a2a.service import PUSH_METHODS, A2AService
 from mcp_agent_kit.wire import jsonrpc
 
 log = logging.getLogger("mcp_agent_kit.a2a")
-Operation = Callable[[TaskEngine, str, dict[str, Any]], Any]
+Operation = Callable[[A2AService, str, dict[str, Any]], Any]
 
 
-def _push(engine: TaskEngine, owner: str, params: dict[str, Any]) -> Any:
-    raise A2AError("PushNotificationNotSupported", "Push notifications are not supported by this agent")
+def _push(method: str) -> Operation:
+    return lambda e, o, p: e.push_config(method, o, p)
 
 
-def _extended_card(engine: TaskEngine, owner: str, params: dict[str, Any]) -> Any:
+def _extended_card(engine: A2AService, owner: str, params: dict[str, Any]) -> Any:
     raise A2AError("UnsupportedOperation", "This agent has no extended agent card")
 
 
@@ -31,14 +31,11 @@ def _extended_card(engine: TaskEngine, owner: str, params: dict[str, Any]) -> An
 METHODS: dict[str, tuple[Operation, bool]] = {
     "SendMessage": (lambda e, o, p: e.send(o, p, stream=False), False),
     "SendStreamingMessage": (lambda e, o, p: e.send(o, p, stream=True), True),
-    "GetTask": (TaskEngine.get, False),
-    "ListTasks": (TaskEngine.list_tasks, False),
-    "CancelTask": (TaskEngine.cancel, False),
-    "SubscribeToTask": (TaskEngine.subscribe, True),
-    "CreateTaskPushNotificationConfig": (_push, False),
-    "GetTaskPushNotificationConfig": (_push, False),
-    "ListTaskPushNotificationConfigs": (_push, False),
-    "DeleteTaskPushNotificationConfig": (_push, False),
+    "GetTask": (lambda e, o, p: e.get(o, p), False),
+    "ListTasks": (lambda e, o, p: e.list_tasks(o, p), False),
+    "CancelTask": (lambda e, o, p: e.cancel(o, p), False),
+    "SubscribeToTask": (lambda e, o, p: e.subscribe(o, p), True),
+    **{method: (_push(method), False) for method in PUSH_METHODS},
     "GetExtendedAgentCard": (_extended_card, False),
 }
 
@@ -61,7 +58,7 @@ def error(id_: Any, exc: A2AError) -> Reply:
     return Reply(reply)
 
 
-def handle(engine: TaskEngine, body: bytes, version: str | None, owner: str) -> Reply:
+def handle(engine: A2AService, body: bytes, version: str | None, owner: str) -> Reply:
     incoming = jsonrpc.decode(body)
     if incoming.kind == "invalid":
         reply = dict(incoming.reply or {})

@@ -14,26 +14,49 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_agent_kit.a2a.engine import TaskEngine
 from mcp_agent_kit.a2a.protocol import A2AError, check_version
+from mcp_agent_kit.a2a.service import A2AService
 
 log = logging.getLogger("mcp_agent_kit.a2a")
-Handler = Callable[[TaskEngine, str, dict[str, Any]], Any]
+Handler = Callable[[A2AService, str, dict[str, Any]], Any]
 
 
-def _send(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+def _send(e: A2AService, o: str, p: dict[str, Any]) -> Any:
     return e.send(o, p, stream=False)
 
 
-def _stream(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+def _stream(e: A2AService, o: str, p: dict[str, Any]) -> Any:
     return e.send(o, p, stream=True)
 
 
-def _push(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
-    raise A2AError("PushNotificationNotSupported", "Push notifications are not supported by this agent")
+def _push(method: str) -> Handler:
+    def handler(e: A2AService, o: str, p: dict[str, Any]) -> Any:
+        params = dict(p)
+        if "id" in params:  # the path's {id} is the task; a config id travels as `configId`
+            params["taskId"] = params.pop("id")
+        if "configId" in params:
+            params["id"] = params.pop("configId")
+        return e.push_config(method, o, params)
+    return handler
 
 
-def _extended(e: TaskEngine, o: str, p: dict[str, Any]) -> Any:
+def _get(e: A2AService, o: str, p: dict[str, Any]) -> Any:
+    return e.get(o, p)
+
+
+def _list(e: A2AService, o: str, p: dict[str, Any]) -> Any:
+    return e.list_tasks(o, p)
+
+
+def _cancel(e: A2AService, o: str, p: dict[str, Any]) -> Any:
+    return e.cancel(o, p)
+
+
+def _subscribe(e: A2AService, o: str, p: dict[str, Any]) -> Any:
+    return e.subscribe(o, p)
+
+
+def _extended(e: A2AService, o: str, p: dict[str, Any]) -> Any:
     raise A2AError("UnsupportedOperation", "This agent has no extended agent card")
 
 
@@ -42,15 +65,19 @@ _ID = r"(?P<id>[^/:]+)"
 ROUTES: list[tuple[str, re.Pattern[str], Handler, bool, bool]] = [
     ("POST", re.compile(r"/message:send"), _send, True, False),
     ("POST", re.compile(r"/message:stream"), _stream, True, True),
-    ("GET", re.compile(r"/tasks"), TaskEngine.list_tasks, False, False),
-    ("GET", re.compile(rf"/tasks/{_ID}"), TaskEngine.get, False, False),
-    ("POST", re.compile(rf"/tasks/{_ID}:cancel"), TaskEngine.cancel, True, False),
-    ("POST", re.compile(rf"/tasks/{_ID}:subscribe"), TaskEngine.subscribe, False, True),
-    ("GET", re.compile(rf"/tasks/{_ID}:subscribe"), TaskEngine.subscribe, False, True),
-    ("POST", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push, True, False),
-    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push, False, False),
-    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/[^/]+"), _push, False, False),
-    ("DELETE", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/[^/]+"), _push, False, False),
+    ("GET", re.compile(r"/tasks"), _list, False, False),
+    ("GET", re.compile(rf"/tasks/{_ID}"), _get, False, False),
+    ("POST", re.compile(rf"/tasks/{_ID}:cancel"), _cancel, True, False),
+    ("POST", re.compile(rf"/tasks/{_ID}:subscribe"), _subscribe, False, True),
+    ("GET", re.compile(rf"/tasks/{_ID}:subscribe"), _subscribe, False, True),
+    ("POST", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push("CreateTaskPushNotificationConfig"),
+     True, False),
+    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs"), _push("ListTaskPushNotificationConfigs"),
+     False, False),
+    ("GET", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/(?P<configId>[^/]+)"),
+     _push("GetTaskPushNotificationConfig"), False, False),
+    ("DELETE", re.compile(rf"/tasks/{_ID}/pushNotificationConfigs/(?P<configId>[^/]+)"),
+     _push("DeleteTaskPushNotificationConfig"), False, False),
     ("GET", re.compile(r"/extendedAgentCard"), _extended, False, False),
 ]
 _INT_PARAMS = frozenset({"historyLength", "pageSize"})
@@ -119,7 +146,7 @@ def _query(pairs: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def route(
-    engine: TaskEngine,
+    engine: A2AService,
     method: str,
     path: str,
     query: dict[str, list[str]],

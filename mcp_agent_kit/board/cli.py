@@ -5,9 +5,14 @@ HTTP rules (tokens or OAuth, Host/Origin allowlists, the public-bind rule: a non
 --token or --oauth-issuer, or --insecure). Defaults: the current directory's repository, and
 127.0.0.1:8765 (DEFAULT_PORT; the `task` command looks there too). State lives in the store (`--store
 URL`; by default the Board's sqlite file in its own data directory, never inside the repository).
+The A2A face (board.a2a_face: every board task an A2A task) is served beside it by a2a.http.A2AServer on
+its own port (`--a2a-port`, default the MCP port + 1; 0 when the MCP port is 0): card at
+/.well-known/agent-card.json, JSON-RPC at /a2a, HTTP+JSON at /a2a/rest, with the same tokens, OAuth and
+Host/Origin allowlists as /mcp. (Its own port: the MCP endpoint and the A2A server are two httpd apps,
+each with its own gate and limits; one port would need a router over both.) `--a2a-port -1` turns it off.
 SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
 tasks keep their state). Mistakes are one stderr line naming the fix: usage and config errors exit
-2, a port that cannot be bound 1. The A2A face (board/a2a_face.py, a later job) joins in `faces()`.
+2, a port that cannot be bound 1.
 Rules: argument parsing and wiring only; the board is board.board's, the tools board.mcp_tools'.
 """
 
@@ -61,6 +66,9 @@ def parser() -> Parser:
     cli.add_argument("--data-dir", metavar="DIR",
                      help="the board's own directory: its sqlite file and worktrees (default: per repository under "
                           "$XDG_DATA_HOME/mcp-agent-kit/boards)")
+    cli.add_argument("--a2a-port", type=int, default=None, metavar="PORT",
+                     help="serve the A2A agent on this port of the same host (default: the MCP port + 1; "
+                          "-1: no A2A agent)")
     add_token_options(cli, f"HTTP; default ${TOKEN_ENV}")
     add_origin_options(cli)
     add_insecure_option(cli)
@@ -68,11 +76,50 @@ def parser() -> Parser:
     return cli
 
 
-def faces(board: Any, url: str) -> list[Any]:
+def a2a_port(mcp_port: int, asked: int | None) -> int | None:
+    """The A2A agent's port: as asked (-1: none), else the MCP port + 1 (0 when that is 0)."""
+    if asked is not None:
+        return None if asked < 0 else asked
+    return 0 if mcp_port == 0 else mcp_port + 1
+
+
+def faces(board: Any, host: str, port: int | None, options: dict[str, Any]) -> list[Any]:
     """The board's other faces, served beside the MCP endpoint: each a Servable (serve_forever, shutdown,
-    server_close). None yet: the A2A face (board tasks as A2A tasks, its card at the well-known path)
-    is added here by its own job."""
-    return []
+    server_close). The A2A agent (board.a2a_face over a2a.http.A2AServer) on `port` (None: none), with
+    make_server's `options` (tokens, oauth, allowed_hosts, allowed_origins)."""
+    if port is None:
+        return []
+    from mcp_agent_kit.a2a.http import A2AServer
+    from mcp_agent_kit.board.a2a_face import BoardFace
+
+    face = BoardFace(board)
+    try:
+        server = A2AServer(face, host, port, tokens=options.get("tokens"), oauth=options.get("oauth"),
+                           allowed_hosts=options.get("allowed_hosts") or (),
+                           allowed_origins=options.get("allowed_origins") or ())
+    except BaseException:
+        face.close()
+        raise
+    return [A2AFace(server, face)]
+
+
+class A2AFace:
+    """The A2A server and its face as one Servable: closing the server closes the face (streams end)."""
+
+    def __init__(self, server: Any, face: Any) -> None:
+        self.server, self.face = server, face
+        face.url = server.base_url
+        self.url = server.base_url + "/a2a"
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        self.server.serve_forever(poll_interval=poll_interval)
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+
+    def server_close(self) -> None:
+        self.face.close()
+        self.server.server_close()
 
 
 def make_board_http(board: Any, host: str, port: int, **options: Any) -> tuple[Any, Any]:
@@ -196,7 +243,7 @@ def main(argv: list[str]) -> int:
         board = _open_board(config, repo, _store(args.store), args.data_dir)
         try:
             board.start()
-            return serve(board, host, port, options)
+            return serve(board, host, port, options, a2a_port(port, args.a2a_port))
         except ValueError as exc:
             if oauth is None:
                 raise
@@ -207,18 +254,26 @@ def main(argv: list[str]) -> int:
             board.close()
 
 
-def serve(board: Any, host: str, port: int, options: dict[str, Any]) -> int:
+def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | None = None) -> int:
     """Serve the board's faces until SIGTERM or Ctrl-C (httpd.lifecycle); 0. The first stderr line names
-    the MCP URL (with the port bound, when 0 was asked)."""
+    the MCP URL (with the port bound, when 0 was asked), the next the A2A agent's."""
     import sys
 
     from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 
     def build() -> Serving:
         http, tools = make_board_http(board, host, port, **options)
-        return Serving(http, tools, faces(board, http.url))
+        try:
+            others = faces(board, host, a2a, options)
+        except BaseException:
+            tools.close()
+            http.server_close()
+            raise
+        return Serving(http, tools, others)
 
     def ready(serving: Serving) -> None:
         print(f"board: serving MCP at {serving.http.url}", file=sys.stderr, flush=True)
+        for face in serving.others:
+            print(f"board: serving A2A at {face.url}", file=sys.stderr, flush=True)
 
     return run_until_stopped(build, ready)

@@ -109,7 +109,7 @@ class FakeBoard:
     # ---- what the scheduler and the turn runner would do ---------------------------------------------
     def start_task(self, task_id: str) -> dict[str, Any]:
         task = self._move(task_id, "start")
-        self._append(task_id, {"type": "turn_start"})
+        self._append(task_id, {"type": "turn_start", "prompt": task["prompt"]})  # as board.runner says it
         return task
 
     def say(self, task_id: str, text: str) -> None:
