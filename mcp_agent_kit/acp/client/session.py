@@ -230,14 +230,8 @@ class Session:
         when the agent answers the prompt with an error. Waits on the turn's condition (an event, the
         answer, a cancel, or the next deadline wake it), never on a poll.
         """
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        with self._lock:
-            if self._turn is not None:
-                raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
-            self.agent.ensure_running(self)
-            self.agent.check_prompt(blocks)
-            turn = self._turn = _OpenTurn()
-        self.result = None
+        turn = _OpenTurn()
+        blocks = self._open(content, turn)
         pending = self.agent.connection.send_request(wire.SESSION_PROMPT, {"sessionId": self.id, "prompt": blocks})
         pending.add_done_callback(turn.on_answer)
         deadline = time.monotonic() + (timeout if timeout is not None else self.agent.timeouts.turn)
@@ -279,14 +273,8 @@ class Session:
         TurnResult or raises as `prompt()` would. The caller keeps the turn's time: `expire()` at its
         deadline, `stop()` once the cancel grace has passed. Raises AcpError when the session is busy.
         """
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        with self._lock:
-            if self._turn is not None:
-                raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
-            self.agent.ensure_running(self)
-            self.agent.check_prompt(blocks)
-            turn = self._turn = _OpenTurn(on_event, [on_cancel] if on_cancel is not None else [])
-        self.result = None
+        turn = _OpenTurn(on_event, [on_cancel] if on_cancel is not None else [])
+        blocks = self._open(content, turn)
         sent = SentPrompt(self, turn, on_end)
         try:
             sent.pending = self.agent.connection.send_request(wire.SESSION_PROMPT,
@@ -296,6 +284,18 @@ class Session:
             raise
         sent.pending.add_done_callback(sent.answered)
         return sent
+
+    def _open(self, content: str | Sequence[dict[str, Any]], turn: _OpenTurn) -> list[dict[str, Any]]:
+        """Make `turn` this session's one open turn (the agent running, the prompt checked); its blocks."""
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        with self._lock:
+            if self._turn is not None:
+                raise AcpError(f"session {self.id} is already running a turn; wait for it or cancel it")
+            self.agent.ensure_running(self)
+            self.agent.check_prompt(blocks)
+            self._turn = turn
+        self.result = None
+        return blocks
 
     def _next(self, turn: _OpenTurn, deadline: float, events: bool = True) -> ev.Event | None:
         """The next event (None: the turn was answered, or a deadline passed and was acted on)."""
