@@ -9,7 +9,9 @@ once the agent has handed back the previous tool's result. Qwen asks permission 
 (approve "ask"): each question reaches the task (needs_input) and is answered through
 Board.answer_task with the question's allow-once option. Then the task is in review, `task_diff`
 shows both files line by line, the files are in the task's worktree, and the base checkout is
-untouched. Every wait is bounded (the board's wait_task, the tests' polling), no timing is asserted,
+untouched. A follow-up (Board.prompt_task) starts a new Qwen process that loads the task's session:
+the model gets the first turn as context, and the transcript gets only the new turn (not what Qwen
+replays while loading). Every wait is bounded (the board's wait_task, the tests' polling), no timing is asserted,
 and no process of the agent is left once the board is closed. Qwen cannot be installed: the test
 FAILS (a pinned peer is never a silent skip), as the ACP tests do.
 """
