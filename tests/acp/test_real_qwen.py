@@ -5,9 +5,8 @@ the prompt text and nothing leaves the machine. Each test runs `python -m mcp_ag
 written in issue #15 item 4 and checks what the CLI reports, what reached the disk and what the
 agent told the model. Every test ends by checking that no process of the agent is left.
 
-ACP_QWEN_DIR names a directory where `npm install @qwen-code/qwen-code@<pin>` was run (.ci/run does
-it at set-up). Without it the fixture installs the pin once into `.venv-acp-qwen/` at the repository
-root. A missing Node or a failed install FAILS the tests: a pinned peer is never a silent skip.
+Qwen is installed as tests/acp/real_qwen.py says (ACP_QWEN_DIR, else `.venv-acp-qwen/` at the repository
+root). A missing Node or a failed install FAILS the tests: a pinned peer is never a silent skip.
 """
 
 from __future__ import annotations
@@ -26,66 +25,17 @@ from typing import Any
 
 import pytest
 
-from tests.locks import exclusive
 from tests.net import wait_until
-from tests.pinned import require_tool
 
 from .fake_openai import SLOW_CHUNKS, FakeOpenAI, last_user_text, user_texts
+from .real_qwen import AGENT_ARGS, QUIET_SETTINGS, VERSION, agent_processes, install_qwen
 
-ROOT = Path(__file__).resolve().parents[2]
-VERSION = "0.24.4"
-PIN = f"@qwen-code/qwen-code@{VERSION}"
-AGENT_ARGS = ["--acp", "--approval-mode", "default"]  # "default": file edits ask permission
 RUN_LIMIT = 90.0  # seconds one CLI run may take before the test fails (the CLI's own --timeout is 60)
-
-# Qwen's own settings (~/.qwen/settings.json): no update checks, usage statistics, telemetry, follow-up
-# suggestions or memory extraction -- the last two are extra model calls after every turn.
-QUIET_SETTINGS = {
-    "$version": 4,
-    "general": {"enableAutoUpdate": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "telemetry": {"enabled": False},
-    "ui": {"enableFollowupSuggestions": False},
-    "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
-}
 
 
 @pytest.fixture(scope="session")
 def qwen_bin() -> Path:
-    require_tool("node", f"Qwen Code {PIN} runs on Node")
-    configured = os.environ.get("ACP_QWEN_DIR", "")
-    folder = Path(configured) if configured else ROOT / ".venv-acp-qwen"
-    manifest = folder / "node_modules" / "@qwen-code" / "qwen-code" / "package.json"
-
-    def installed() -> str:
-        return str(json.loads(manifest.read_text()).get("version")) if manifest.is_file() else ""
-
-    with exclusive(ROOT / ".venv-locks" / "acp-qwen"):  # pytest-xdist workers: one installs, the others wait
-        if installed() != VERSION:
-            if configured:
-                pytest.fail(f"ACP_QWEN_DIR={configured} has no {PIN} (found {installed() or 'nothing'}): "
-                            f"run npm install --prefix DIR {PIN}")
-            npm = require_tool("npm", f"installing {PIN}")
-            done = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder), PIN],
-                                  capture_output=True, text=True, timeout=600)
-            if done.returncode != 0 or installed() != VERSION:
-                pytest.fail(f"npm install {PIN} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return folder / "node_modules" / ".bin" / "qwen"
-
-
-def agent_processes(marker: str) -> dict[int, int]:
-    """pid -> process group of every live process whose environment carries the marker."""
-    needle = f"ACP_TEST_MARKER={marker}".encode()
-    found: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if needle in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
-                found[int(name)] = os.getpgid(int(name))
-        except OSError:  # gone meanwhile, a zombie, or not ours
-            continue
-    return found
+    return install_qwen()
 
 
 class Running:
