@@ -16,6 +16,8 @@ guessed from a state; in order per task, on the thread that moved it); "task" ge
 task ({"task", "seq"}: the store's notification of a move or update, on any replica, and each transcript
 event this process appends, `seq` being how far the task's event log goes). Each call is guarded: one
 that raises is logged and the others are still called. Listeners must be quick (queue the work).
+Webhooks: with `board.webhooks` configured, `start` makes one board.webhooks.WebhookSender whose
+`deliver` is an "event" listener (it only queues); `close` closes it after the runs are stopped.
 Rules: the facade owns the objects and wires them; the decisions live in board.queue, board.states,
 board.runner; no protocol knowledge.
 """
@@ -31,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.board import task_fields as tf
 from mcp_agent_kit.board.config import BoardConfig
@@ -42,6 +44,9 @@ from mcp_agent_kit.board.states import FINAL, STATES, transition
 from mcp_agent_kit.board.tasks import CHANNEL, BoardTasks, Moved, events_channel
 from mcp_agent_kit.board.workspaces import Workspace, WorkspaceError, Workspaces, slugify
 from mcp_agent_kit.store.base import Store
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.board.webhooks import WebhookSender
 
 __all__ = ["LISTENER_KINDS", "Board", "default_data_dir"]
 
@@ -111,6 +116,7 @@ class Board:
         self._changed = threading.Condition()
         self._generation = 0
         self._started = self._closed = False
+        self._webhooks: WebhookSender | None = None  # while started with board.webhooks configured
         self._unsubscribe = store.subscribe(self._notified)
 
     # ---- life -------------------------------------------------------------------------------------
@@ -137,6 +143,15 @@ class Board:
         if self._started:
             return
         self._started = True
+        if self.config.webhooks:
+            from mcp_agent_kit.board.webhooks import WebhookSender
+
+            sender = self._webhooks = WebhookSender(self.config.webhooks)
+
+            def deliver(event: dict[str, Any]) -> None:
+                sender.deliver(event)  # it only queues: the move that told it is never held up
+
+            self.add_listener("event", deliver)
         for task_id in self.runner.stop_orphans():
             log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
@@ -167,6 +182,8 @@ class Board:
         with self._changed:
             self._generation += 1
             self._changed.notify_all()
+        if self._webhooks is not None:
+            self._webhooks.close()
         self.tasks.close()
         self._unlock()
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.cli_common import (
     USAGE,
@@ -43,6 +43,11 @@ from mcp_agent_kit.cli_common import (
     prog,
     tokens_from,
 )
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.board.board import Board
+    from mcp_agent_kit.board.config import BoardConfig
+    from mcp_agent_kit.store.base import Store
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp"
@@ -174,22 +179,14 @@ def interruptible() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _facade(module: str, name: str) -> Any:
-    """`Board` / `load_config` of board.board / board.config, loaded when the command runs.
-
-    (Looked up by name while those modules are written in parallel: a plain lazy import once merged.)"""
-    import importlib
-
-    return getattr(importlib.import_module(f"mcp_agent_kit.board.{module}"), name)
-
-
-def _config(path: str | None) -> Any:
+def _config(path: str | None) -> BoardConfig:
     if path is not None and not os.path.isfile(path):
         raise CliError(f"no such config file: {path}", "give the board's JSON config file, or none", USAGE)
-    load_config = _facade("config", "load_config")
+    from mcp_agent_kit.board.config import ConfigError, load_config
+
     try:
         return load_config(path)
-    except ValueError as exc:  # board.config.ConfigError: one line naming the key and the fix
+    except ConfigError as exc:  # one line naming the key and the fix
         text = " ".join(str(exc).split())
         raise CliError(text if path is None or path in text else f"{path}: {text}", None, USAGE) from None
 
@@ -201,7 +198,7 @@ def _repo(value: str) -> Path:
     return repo.resolve()
 
 
-def _store(url: str | None) -> Any:
+def _store(url: str | None) -> Store | None:
     if url is None:
         return None
     from mcp_agent_kit.store import StoreError, open_store
@@ -212,12 +209,12 @@ def _store(url: str | None) -> Any:
         raise CliError(f"cannot open --store: {exc}", "see docs/store.md for the URL forms", USAGE) from None
 
 
-def _open_board(config: Any, repo: Path, store: Any, data_dir: str | None) -> Any:
+def _open_board(config: BoardConfig, repo: Path, store: Store | None, data_dir: str | None) -> Board:
+    from mcp_agent_kit.board.board import Board
     from mcp_agent_kit.board.errors import BoardError
 
-    board_class = _facade("board", "Board")
     try:
-        return board_class(config, repo, store=store, data_dir=data_dir)
+        return Board(config, repo, store=store, data_dir=data_dir)
     except (BoardError, ValueError, OSError) as exc:
         if store is not None:
             store.close()

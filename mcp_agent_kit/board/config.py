@@ -10,13 +10,15 @@ The document is JSON with three sections (every other top-level key is refused):
 - `board`: `max_concurrent` (whole board, default 4), `agent` (the default agent id), `author` (the commit
   author of an accept, "Name <email>"; default git's own), `workspace` {`base`, `copy` [globs], `setup`
   (shell string), `setupTimeout` (s, default 600), `mode` "worktree" | "in-place"}, `webhooks`
-  [{`url`, `secretEnv`, `events` [...]}] (events default: every semantic event).
+  [{`url`, `secretEnv`, `events` [...]}] (board.webhooks.parse_webhooks: the signing secret is read from
+  the variable `secretEnv` names when the config is read; events absent or empty: every semantic event).
 - `mcpServers`: MCP servers handed to every task's session, as ACP's McpServer list or as an object keyed
   by name in the gateway's shape (converted like an acp entry's `mcpServers`).
 An agent's own `max_concurrent` limits it only when the config sets it (the gateway's default of 4 does not
 apply on the board: the board's limit does); its `timeout` (one turn, a question's wait for a person
 included) defaults to DEFAULT_TURN_TIMEOUT, an hour, not the gateway's ten minutes. Rules: plain data
-in, frozen data out; no I/O beyond reading the file and looking commands up on PATH; every mistake is one
+in, frozen data out; no I/O beyond reading the file, the webhooks' secrets from the environment and looking
+commands up on PATH; every mistake is one
 ConfigError line naming the key and the fix.
 """
 
@@ -26,12 +28,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.gateway.config import ConfigError
 
-__all__ = ["DEFAULT_MAX_CONCURRENT", "BoardConfig", "ConfigError", "WebhookTarget", "WorkspaceSettings",
-           "load_config", "parse_config"]
+if TYPE_CHECKING:
+    from mcp_agent_kit.board.webhooks import Webhook
+
+__all__ = ["DEFAULT_MAX_CONCURRENT", "BoardConfig", "ConfigError", "WorkspaceSettings", "load_config",
+           "parse_config"]
 
 DEFAULT_MAX_CONCURRENT = 4
 DEFAULT_SETUP_TIMEOUT = 600.0
@@ -40,7 +45,6 @@ MAX_CONFIG_BYTES = 1 << 20
 _TOP_KEYS = ("agents", "board", "mcpServers")
 _BOARD_KEYS = ("max_concurrent", "agent", "author", "workspace", "webhooks")
 _WORKSPACE_KEYS = ("base", "copy", "setup", "setupTimeout", "mode")
-_WEBHOOK_KEYS = ("url", "secretEnv", "events")
 _MODES = ("worktree", "in-place")
 
 
@@ -56,15 +60,6 @@ class WorkspaceSettings:
 
 
 @dataclass(frozen=True)
-class WebhookTarget:
-    """One `board.webhooks` entry: where the semantic events go, the variable holding the signing secret."""
-
-    url: str
-    secret_env: str | None = None
-    events: tuple[str, ...] = ()  # the semantic events it gets (all of them when the config named none)
-
-
-@dataclass(frozen=True)
 class BoardConfig:
     """The whole board config. `agents`: id -> the gateway's AgentSpec (ACP only); `agent_limits`: id -> its own
     max_concurrent when the config set one; `mcp_servers`: ACP McpServer objects for every task's session."""
@@ -75,7 +70,7 @@ class BoardConfig:
     max_concurrent: int = DEFAULT_MAX_CONCURRENT
     author: str | None = None
     workspace: WorkspaceSettings = field(default_factory=WorkspaceSettings)
-    webhooks: tuple[WebhookTarget, ...] = ()
+    webhooks: tuple[Webhook, ...] = ()  # board.webhooks.Webhook: url, secret (read from secretEnv), events
     mcp_servers: tuple[dict[str, Any], ...] = ()
 
 
@@ -140,7 +135,7 @@ def parse_config(data: Any) -> BoardConfig:
         agents=agents, agent_limits=limits, default_agent=default, author=author,
         max_concurrent=_whole(board.get("max_concurrent", DEFAULT_MAX_CONCURRENT), '"board": max_concurrent', 1,
                               1000),
-        workspace=_workspace(board.get("workspace", {})), webhooks=_webhooks(board.get("webhooks", [])),
+        workspace=_workspace(board.get("workspace", {})), webhooks=_webhooks(board.get("webhooks")),
         mcp_servers=_servers(top.get("mcpServers", [])))
 
 
@@ -224,27 +219,14 @@ def _workspace(value: Any) -> WorkspaceSettings:
     return WorkspaceSettings(base, globs, setup, float(timeout), mode)
 
 
-def _webhooks(value: Any) -> tuple[WebhookTarget, ...]:
-    from mcp_agent_kit.board.states import SEMANTIC_EVENTS
+def _webhooks(value: Any) -> tuple[Webhook, ...]:
+    """`board.webhooks` through board.webhooks' one parser (the secret read from `secretEnv` now)."""
+    from mcp_agent_kit.board.webhooks import WebhookInvalid, parse_webhooks
 
-    kinds = tuple(dict.fromkeys(SEMANTIC_EVENTS.values()))
-    if not isinstance(value, list):
-        raise ConfigError('"board": webhooks must be a list of {"url", "secretEnv", "events"}')
-    out = []
-    for index, item in enumerate(value):
-        where = f'"board": webhooks[{index}]'
-        entry = _object(item, where, _WEBHOOK_KEYS)
-        url = entry.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}: url must be an http(s) URL")
-        secret = entry.get("secretEnv")
-        if secret is not None and (not isinstance(secret, str) or not secret.isidentifier()):
-            raise ConfigError(f"{where}: secretEnv must name an environment variable (e.g. BOARD_WEBHOOK_SECRET)")
-        events = entry.get("events", list(kinds))
-        if not isinstance(events, list) or not events or any(e not in kinds for e in events):
-            raise ConfigError(f"{where}: events must be a non-empty list of {', '.join(kinds)}")
-        out.append(WebhookTarget(url, secret, tuple(dict.fromkeys(events))))
-    return tuple(out)
+    try:
+        return parse_webhooks(value, where='"board": webhooks')
+    except WebhookInvalid as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _servers(value: Any) -> tuple[dict[str, Any], ...]:

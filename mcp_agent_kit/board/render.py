@@ -3,12 +3,17 @@
 The MCP tools' text content and the `task` command's output are the same words: a one-line summary
 of a task, its fields as `key: value` lines, a compact table of tasks, a question with its options,
 one transcript event as a line (or a piece of one), a diff's file list. Transcript events are read
-as the board writes them (`type`, or `kind` as BOARD_API.md spells it) and unknown kinds still show.
+as board.runner and board.tasks write them (`type`, or `kind` as BOARD_API.md spells it): `turn_start`
+{prompt, sessionId, note}, `message`/`thought` {text}, `plan` {entries}, `tool_call` {update, toolCallId,
+title, toolKind, status, content (ACP content, its `diff` items shown as a patch), locations}, `question`
+{question}, `answer` {outcome, optionId, optionKind} (or {answer}), `progress`/`error` {text},
+`turn_end` {stopReason, error}, `state` {action, from, state}; unknown kinds still show.
 Rules: pure functions over plain dicts; no I/O; tables over if-chains.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -18,6 +23,7 @@ SHOWN = ("id", "title", "state", "waiting", "agent", "priority", "blockedBy", "b
          "sessionId", "createdAt", "startedAt", "endedAt", "error", "result", "prompt")
 COLUMNS = (("ID", "id"), ("STATE", "state"), ("PRIORITY", "priority"), ("AGENT", "agent"), ("TITLE", "title"))
 TITLE_WIDTH = 60
+DIFF_LINES = 40  # a tool call's diff shows at most this many lines per file
 
 
 def _oneline(value: Any, width: int | None = None) -> str:
@@ -106,12 +112,26 @@ def _plan(event: Mapping[str, Any]) -> str:
     return "\n".join(["plan:", *lines]) + "\n"
 
 
+def _content_diff(item: Mapping[str, Any]) -> list[str]:
+    """An ACP `diff` content item ({path, oldText, newText}) as indented patch lines, cut at DIFF_LINES."""
+    old, new = item.get("oldText") or "", item.get("newText") or ""
+    body = list(difflib.unified_diff(str(old).splitlines(), str(new).splitlines(), lineterm="", n=1))[2:]
+    cut = body[:DIFF_LINES] + ([f"… {len(body) - DIFF_LINES} more lines"] if len(body) > DIFF_LINES else [])
+    return [f"  {'new file' if item.get('oldText') is None else 'diff'} {item.get('path')}",
+            *(f"  {line}" for line in cut)]
+
+
 def _tool_call(event: Mapping[str, Any]) -> str:
     title = event.get("title") or event.get("name") or event.get("toolCallId") or "a tool"
-    status = f" ({event['status']})" if event.get("status") else ""
+    said = ", ".join(str(event[key]) for key in ("toolKind", "status") if event.get(key))
+    lines = [f"[tool] {_oneline(title, 200)}" + (f" ({said})" if said else "")]
     diff = event.get("diff")
-    shown = f"\n{diff.rstrip()}" if isinstance(diff, str) and diff.strip() else ""
-    return f"[tool] {_oneline(title, 200)}{status}{shown}\n"
+    if isinstance(diff, str) and diff.strip():
+        lines.append(diff.rstrip())
+    for item in event.get("content") or ():
+        if isinstance(item, Mapping) and item.get("type") == "diff":
+            lines += _content_diff(item)
+    return "\n".join(lines) + "\n"
 
 
 def _question(event: Mapping[str, Any]) -> str:
@@ -120,8 +140,22 @@ def _question(event: Mapping[str, Any]) -> str:
 
 
 def _answer(event: Mapping[str, Any]) -> str:
-    answer = event.get("answer", event.get("optionId", ""))
+    """A person's answer ({answer}) or the agent's permission outcome ({outcome, optionId}: none when cancelled)."""
+    answer = event.get("answer", event.get("optionId"))
+    if answer is None:
+        return f"> not answered ({event.get('outcome') or 'no option chosen'})\n"
     return f"> answered: {answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)}\n"
+
+
+def _turn_start(event: Mapping[str, Any]) -> str:
+    prompt = f": {_oneline(event['prompt'], 200)}" if event.get("prompt") else ""
+    note = f"\n({_oneline(event['note'], 300)})" if event.get("note") else ""
+    return f"\n== turn started{prompt}{note}\n"
+
+
+def _turn_end(event: Mapping[str, Any]) -> str:
+    error = f" ({_oneline(event['error'], 300)})" if event.get("error") else ""
+    return f"\n== turn ended: {event.get('stopReason') or ('error' if error else 'end_turn')}{error}\n"
 
 
 def _state(event: Mapping[str, Any]) -> str:
@@ -136,12 +170,11 @@ EVENTS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "tool_call": _tool_call,
     "question": _question,
     "answer": _answer,
-    "turn_start": lambda event: "\n== turn started\n",
-    "turn_end": lambda event: f"\n== turn ended: {event.get('stopReason', 'end_turn')}\n",
+    "turn_start": _turn_start,
+    "turn_end": _turn_end,
     "state": _state,
     "progress": lambda event: f"[progress] {_text_of(event)}\n",
     "error": lambda event: f"[error] {_text_of(event) or event.get('error', '')}\n",
-    "prompt": lambda event: f"\n>> {_text_of(event) or event.get('prompt', '')}\n",
 }
 
 
@@ -159,14 +192,23 @@ def event_text(event: Mapping[str, Any]) -> str:
     return f"[{kind(event) or 'event'}] {json.dumps(rest, ensure_ascii=False)}\n"
 
 
+def piece(event: Mapping[str, Any], open_line: bool) -> tuple[str, bool]:
+    """One event's text as it follows what was printed before (`open_line`: that ended inside a line, message
+    deltas being printed as they come), and whether a line is open after it. An event other than a message
+    delta always starts on a line of its own."""
+    text = event_text(event)
+    if open_line and text and kind(event) != "message" and not text.startswith("\n"):
+        text = "\n" + text
+    return text, (not text.endswith("\n")) if text else open_line
+
+
 def transcript(events: Iterable[Mapping[str, Any]]) -> str:
     """Events as one text (message deltas joined, each other event on its own line)."""
     out: list[str] = []
+    open_line = False
     for event in events:
-        piece = event_text(event)
-        if out and not out[-1].endswith("\n") and not piece.startswith("\n") and kind(event) != "message":
-            out.append("\n")
-        out.append(piece)
+        text, open_line = piece(event, open_line)
+        out.append(text)
     return "".join(out)
 
 

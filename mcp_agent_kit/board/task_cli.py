@@ -244,36 +244,47 @@ def _watch(board: BoardClient, args: Any) -> int:
     task = board.call("get_task", {"task_id": args.id})
     if not args.json:
         print(render.summary(task), flush=True)
-    after, asked, asking, asked_at = 0, None, interactive, 0
+    after, asked, asking, asked_at, open_line = 0, None, interactive, 0, False
     while True:
         page = board.call("task_events", {"task_id": args.id, "after": after, "wait": WAIT_S})
-        _print_events(page["events"], args.json)
+        open_line = _print_events(page["events"], args.json, open_line)
         after = page["next"]
         asked_at = max([asked_at, *(int(e.get("seq", 0)) for e in page["events"] if render.kind(e) == "question")])
         task = board.call("get_task", {"task_id": args.id})
         question = task.get("question")
         key = json.dumps([asked_at, question], sort_keys=True)  # the same question asked again is asked again
         if task["state"] == NEEDS_INPUT and isinstance(question, Mapping) and key != asked:
-            asked = key
+            asked, open_line = key, _end_line(open_line)
             if asking:
                 asking = _ask(board, args.id, question)
             elif not args.json:
                 print(f"\n(waiting for an answer: '{PROG} task answer {args.id} ANSWER')", flush=True)
         if task["state"] in SETTLED:
             rest = board.call("task_events", {"task_id": args.id, "after": after})  # what came with the move
-            _print_events(rest["events"], args.json)
+            _end_line(_print_events(rest["events"], args.json, open_line))
             if not args.json:
                 print(f"\n{render.summary(task)}", flush=True)
             return OK
 
 
-def _print_events(events: list[dict[str, Any]], as_json: bool) -> None:
+def _print_events(events: list[dict[str, Any]], as_json: bool, open_line: bool = False) -> bool:
+    """Print a page of events (as JSON lines, or as text following on from the last page: `open_line` says that
+    ended inside a message's line); whether a line is open now."""
     for event in events:
         if as_json:
             print(json.dumps(event, ensure_ascii=False), flush=True)
         else:
-            sys.stdout.write(render.event_text(event))
+            text, open_line = render.piece(event, open_line)
+            sys.stdout.write(text)
     sys.stdout.flush()
+    return open_line
+
+
+def _end_line(open_line: bool) -> bool:
+    """End the line a message delta left open (before a line of the watch's own); False."""
+    if open_line:
+        print(flush=True)
+    return False
 
 
 COMMANDS["watch"] = _watch

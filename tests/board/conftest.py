@@ -4,7 +4,9 @@ inside the test (HOME, no system or global config, author and committer from the
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +51,26 @@ def repo(tmp_path: Path) -> Path:
     run_git(root, "add", "-A")
     run_git(root, "commit", "-q", "-m", "first")
     return root
+
+
+@pytest.fixture(params=["fake", "real"])
+def any_board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """For the surfaces' tests that use only the Board contract: the FakeBoard, then the real Board (not
+    started) on a temporary repository (tests/board/surfaces.py)."""
+    from tests.board.surfaces import BOARDS
+
+    opened = BOARDS[request.param](tmp_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def any_url(any_board: Any) -> Iterator[str]:
+    """`any_board`'s MCP endpoint, served in this process."""
+    from tests.board.surfaces import served
+
+    with served(any_board) as address:
+        yield address
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
 """`mcp-agent-kit board`: its mistakes are one stderr line (exit 2 for usage and config, 1 for a port in use),
-and a served board is started, answers MCP at /mcp, and is closed on SIGTERM. The Board and its config
-loader are board.board's and board.config's; until those are merged, `facade` stands in for them."""
+and a served board (the real board.board.Board on a temporary repository) is started, answers MCP at /mcp,
+and is closed on SIGTERM."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -19,11 +18,12 @@ from typing import Any
 import pytest
 
 from mcp_agent_kit.board import cli
-from tests.board.fake_board import FakeBoard
+from mcp_agent_kit.board.board import Board
+from mcp_agent_kit.board.config import parse_config
+from tests.board.boards import echo_config
 from tests.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL = importlib.util.find_spec("mcp_agent_kit.board.config") is not None
 
 
 def kit(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -51,38 +51,6 @@ def test_usage_mistakes_are_one_line_exit_2(tmp_path: Path, argv: list[str], tex
     one_line(done.stderr, text)
 
 
-class StandIn:
-    """board.config.load_config and board.board.Board before they are merged: a config is any JSON object
-    without a "bad" key (a ConfigError-like ValueError otherwise); the Board is the FakeBoard."""
-
-    def __init__(self) -> None:
-        self.boards: list[FakeBoard] = []
-
-    def load_config(self, path: str | None) -> dict[str, Any]:
-        data = json.loads(Path(path).read_text()) if path else {}
-        if "bad" in data or not isinstance(data.get("board", {}), dict):
-            raise ValueError("board.max_concurrent must be a positive integer; fix the config")
-        return dict(data)
-
-    def board(self, config: Any, repo: Any, **options: Any) -> FakeBoard:
-        if options.get("data_dir") == "refuse":
-            raise ValueError("the data directory is inside the repository")
-        made = FakeBoard(config, repo, **options)
-        self.boards.append(made)
-        return made
-
-
-@pytest.fixture
-def facade(monkeypatch: pytest.MonkeyPatch) -> StandIn:
-    stand_in = StandIn()
-    names: dict[tuple[str, str], Any] = {("board", "Board"): stand_in.board}
-    if not REAL:
-        names["config", "load_config"] = stand_in.load_config
-    real = cli._facade
-    monkeypatch.setattr(cli, "_facade", lambda module, name: names.get((module, name)) or real(module, name))
-    return stand_in
-
-
 @pytest.fixture
 def busy_port() -> Iterator[int]:
     with socket.socket() as holder:
@@ -97,38 +65,53 @@ def run_main(argv: list[str]) -> int:
     return guarded(lambda: cli.main(argv))
 
 
-def test_a_config_error_is_one_line(tmp_path: Path, facade: StandIn, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("document", "problem"), [
+    ({"board": {"max_concurrent": "many"}}, '"board": max_concurrent must be a whole number'),
+    ({"agents": {}, "board": {"webhooks": [{"url": "http://127.0.0.1:9/hook", "secretEnv": "NO_SUCH_SECRET"}]}},
+     "environment variable NO_SUCH_SECRET is not set: export NO_SUCH_SECRET"),
+])
+def test_a_config_error_is_one_line(tmp_path: Path, repo: Path, document: dict[str, Any], problem: str,
+                                    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("NO_SUCH_SECRET", raising=False)
     config = tmp_path / "board.json"
-    config.write_text(json.dumps({"board": {"max_concurrent": "many"}, "bad": True}))
-    assert run_main([str(config), "--repo", str(tmp_path), "--http", "127.0.0.1:0"]) == 2
-    one_line(capsys.readouterr().err, str(config))
-    assert facade.boards == []
+    config.write_text(json.dumps(document))
+    data = tmp_path / "data"
+    assert run_main([str(config), "--repo", str(repo), "--http", "127.0.0.1:0", "--data-dir", str(data)]) == 2
+    err = capsys.readouterr().err
+    one_line(err, f"{config}: ")
+    assert problem in err
+    assert not data.exists()  # refused before a board was opened
 
 
-def test_more_mistakes_in_process(tmp_path: Path, facade: StandIn, busy_port: int,
+def test_more_mistakes_in_process(tmp_path: Path, repo: Path, busy_port: int,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["--repo", str(tmp_path)]
+    base = ["--repo", str(repo), "--data-dir", str(tmp_path / "data")]
     assert run_main([*base, "--http", f"127.0.0.1:{busy_port}"]) == 1
     one_line(capsys.readouterr().err, f"cannot listen on 127.0.0.1:{busy_port}")
     assert run_main([*base, "--http", "127.0.0.1:0", "--store", "ftp://nowhere"]) == 2
     one_line(capsys.readouterr().err, "cannot open --store")
-    assert run_main([*base, "--http", "127.0.0.1:0", "--data-dir", "refuse"]) == 2
-    one_line(capsys.readouterr().err, "cannot open the board of")
-    assert facade.boards == []
+    assert run_main(["--repo", str(tmp_path), "--http", "127.0.0.1:0", "--data-dir", str(tmp_path / "d")]) == 2
+    one_line(capsys.readouterr().err, "cannot open the board of")  # tmp_path is no git checkout
+    with Board(parse_config(echo_config(tmp_path / "sessions")), repo, data_dir=tmp_path / "data"):
+        assert run_main([*base, "--http", "127.0.0.1:0"]) == 2
+        one_line(capsys.readouterr().err, "another board runs on the data directory")
 
 
-def test_the_board_serves_mcp_and_closes_on_sigterm(tmp_path: Path, facade: StandIn) -> None:
+def test_the_board_serves_mcp_and_closes_on_sigterm(tmp_path: Path, repo: Path) -> None:
     from mcp_agent_kit.client.client import Client
 
     port = free_port()
     seen: dict[str, Any] = {}
+    config, data = tmp_path / "board.json", tmp_path / "data"
+    config.write_text(json.dumps(echo_config(tmp_path / "sessions")))
 
     def visit() -> None:  # a client, then SIGTERM, as an orchestrator stopping the board would
         try:
             wait_listening(port)
             with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=30) as client:
                 seen["tools"] = sorted(tool["name"] for tool in client.list_tools())
-                seen["created"] = client.call_tool("create_task", {"prompt": "Hello"})["structuredContent"]
+                seen["created"] = client.call_tool("create_task", {"prompt": "Hello", "hold": True})[
+                    "structuredContent"]
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -136,12 +119,13 @@ def test_the_board_serves_mcp_and_closes_on_sigterm(tmp_path: Path, facade: Stan
     try:
         visitor = threading.Thread(target=visit)
         visitor.start()
-        code = run_main(["--repo", str(tmp_path), "--http", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d")])
+        code = run_main([str(config), "--repo", str(repo), "--http", f"127.0.0.1:{port}", "--data-dir", str(data)])
         visitor.join(30)
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert code == 0
     assert "create_task" in seen["tools"] and len(seen["tools"]) == 11
-    assert seen["created"]["state"] == "queued"
-    [board] = facade.boards
-    assert board.started and board.closed
+    assert seen["created"]["state"] == "held"
+    # closed: the data directory is free again, and the task outlived the board
+    with Board(parse_config(echo_config(tmp_path / "sessions")), repo, data_dir=data) as again:
+        assert again.get_task(seen["created"]["id"])["state"] == "held"

@@ -10,19 +10,22 @@ from typing import Any
 
 import pytest
 
-from mcp_agent_kit.board.config import ConfigError, WebhookTarget, WorkspaceSettings, load_config, parse_config
+from mcp_agent_kit.board.config import ConfigError, WorkspaceSettings, load_config, parse_config
 
 ACP = {"acp": {"command": sys.executable, "args": ["agent.py"]}}
 
 
-def test_a_full_config_is_read_with_its_defaults_filled_in() -> None:
+def test_a_full_config_is_read_with_its_defaults_filled_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOARD_SECRET", "s3cret")
+    monkeypatch.setenv("OTHER_SECRET", "0ther")
     config = parse_config({
         "agents": {"echo": {**ACP, "max_concurrent": 2}, "team/other": {"acp": {"command": "other", "approve": "all",
                                                                                 "max_concurrent": 1}}},
         "board": {"max_concurrent": 3, "agent": "echo", "author": "Ada <ada@example.com>",
                   "workspace": {"base": "main", "copy": [".env"], "setup": "make", "setupTimeout": 5},
                   "webhooks": [{"url": "https://hooks.example/board", "secretEnv": "BOARD_SECRET",
-                                "events": ["task.review"]}, {"url": "http://localhost:9/x"}]},
+                                "events": ["task.review"]},
+                               {"url": "http://localhost:9/x", "secretEnv": "OTHER_SECRET"}]},
         "mcpServers": {"files": {"command": "files-server", "args": ["--root", "."]}}})
     assert set(config.agents) == {"echo", "team/other"} and config.default_agent == "echo"
     assert config.agents["team/other"].approve == "all" and config.agents["echo"].command == sys.executable
@@ -30,9 +33,11 @@ def test_a_full_config_is_read_with_its_defaults_filled_in() -> None:
     assert config.agents["echo"].timeout == 3600.0
     assert config.max_concurrent == 3 and config.author == "Ada <ada@example.com>"
     assert config.workspace == WorkspaceSettings("main", (".env",), "make", 5.0, "worktree")
-    assert config.webhooks[0] == WebhookTarget("https://hooks.example/board", "BOARD_SECRET", ("task.review",))
-    assert config.webhooks[1].events == ("task.needs_input", "task.review", "task.failed", "task.done",
-                                         "task.cancelled")
+    first, second = config.webhooks  # board.webhooks.Webhook: the secret read from secretEnv at load
+    assert (first.url, first.secret, first.events) == ("https://hooks.example/board", b"s3cret",
+                                                       frozenset({"task.review"}))
+    assert (second.secret, second.events) == (b"0ther", frozenset())  # no events named: every event
+    assert second.wants("task.done") and not first.wants("task.done")
     assert config.mcp_servers == ({"name": "files", "command": "files-server", "args": ["--root", "."], "env": []},)
 
 
@@ -81,11 +86,14 @@ MISTAKES: list[tuple[Any, str]] = [
     ({"agents": {"echo": ACP}, "board": {"workspace": {"setupTimeout": 0}}}, "setupTimeout must be seconds"),
     ({"agents": {"echo": ACP}, "board": {"workspace": {"base": "-x"}}}, "is not a git revision"),
     ({"agents": {"echo": ACP}, "board": {"webhooks": {}}}, "webhooks must be a list"),
-    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "ftp://x"}]}}, "webhooks[0]: url must be"),
-    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "http://x", "events": ["task.eaten"]}]}},
-     "events must be a non-empty list of task.needs_input"),
-    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "http://x", "secretEnv": "a b"}]}},
-     "secretEnv must name an environment variable"),
+    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "ftp://x", "secretEnv": "HOOK_SECRET"}]}},
+     "webhooks[0]: webhook url: must be an http:// or https:// URL"),
+    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "http://x", "secretEnv": "HOOK_SECRET",
+                                                       "events": ["task.eaten"]}]}},
+     "webhook events: unknown task.eaten"),
+    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "http://x"}]}}, "webhooks[0].secretEnv is required"),
+    ({"agents": {"echo": ACP}, "board": {"webhooks": [{"url": "http://x", "secretEnv": "NO_SUCH_SECRET"}]}},
+     '"board": webhooks[0].secretEnv: environment variable NO_SUCH_SECRET is not set: export NO_SUCH_SECRET'),
     ({"agents": {"echo": ACP}, "mcpServers": "x"}, '"mcpServers" must be a list'),
     ({"agents": {"echo": ACP}, "mcpServers": [{"name": "s"}]}, 'give "command" (stdio)'),
 ]
@@ -95,6 +103,8 @@ MISTAKES: list[tuple[Any, str]] = [
 def test_a_mistake_is_one_line_naming_it(document: Any, problem: str, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no known agent is found here
+    monkeypatch.setenv("HOOK_SECRET", "s3cret")
+    monkeypatch.delenv("NO_SUCH_SECRET", raising=False)
     with pytest.raises(ConfigError) as raised:
         parse_config(document)
     message = str(raised.value)

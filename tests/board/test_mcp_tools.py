@@ -63,7 +63,7 @@ async def refused(client: Any, name: str, arguments: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_tools_their_schemas_and_annotations(url: str, mode: str) -> None:
+def test_the_tools_their_schemas_and_annotations(any_url: str, mode: str) -> None:
     async def scenario(client: Any) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert sorted(tools) == NAMES
@@ -91,7 +91,7 @@ def test_the_tools_their_schemas_and_annotations(url: str, mode: str) -> None:
         assert tools["task_events"].output_schema["required"] == ["events", "next"]
         assert "state" in tools["get_task"].output_schema["properties"]
 
-    drive(url, mode, scenario)
+    drive(any_url, mode, scenario)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -157,7 +157,7 @@ def test_cancel_prompt_and_discard(board: FakeBoard, url: str, mode: str) -> Non
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_refusals_are_error_results_naming_the_problem(board: FakeBoard, url: str, mode: str) -> None:
+def test_refusals_are_error_results_naming_the_problem(any_url: str, mode: str) -> None:
     async def scenario(client: Any) -> None:
         assert "no task 'nope'" in await refused(client, "get_task", {"task_id": "nope"})
         assert "no task 'nope'" in await refused(client, "task_events", {"task_id": "nope"})
@@ -173,7 +173,7 @@ def test_refusals_are_error_results_naming_the_problem(board: FakeBoard, url: st
         # the board goes on serving after each refusal
         assert (await call(client, "get_task", {"task_id": queued["id"]}))["state"] == "queued"
 
-    drive(url, mode, scenario)
+    drive(any_url, mode, scenario)
 
 
 def test_task_events_waits_for_the_next_event(board: FakeBoard, url: str) -> None:

@@ -62,7 +62,8 @@ def one_line(done: subprocess.CompletedProcess[str], code: int, text: str) -> No
     assert len(lines) == 1 and lines[0].startswith("mcp-agent-kit: ") and text in lines[0], done.stderr
 
 
-def test_new_list_show_and_their_json(url: str) -> None:
+def test_new_list_show_and_their_json(any_url: str) -> None:
+    url = any_url
     first = as_json(url, "new", "Write echo.txt\nsaying hello", "--priority", "urgent")
     assert (first["state"], first["priority"], first["title"], first["agent"]) == (
         "queued", "urgent", "Write echo.txt", "echo")
@@ -89,7 +90,8 @@ def test_new_list_show_and_their_json(url: str) -> None:
     assert as_json(url, "show", second["id"]) == second
 
 
-def test_release_cancel_prompt_discard(url: str) -> None:
+def test_release_cancel_prompt_discard(any_url: str) -> None:
+    url = any_url
     held = as_json(url, "new", "Held work", "--hold")
     assert as_json(url, "release", held["id"])["state"] == "queued"
     assert "is cancelled" in ok(url, "cancel", held["id"])
@@ -133,10 +135,10 @@ def test_answer_diff_and_accept(board: FakeBoard, url: str) -> None:
     (["list", "--board", "ftp://x"], 2, "is not an http(s) URL"),
     (["list", "--timeout", "0"], 2, "--timeout must be positive"),
 ])
-def test_mistakes_and_refusals_are_one_line(board: FakeBoard, url: str, argv: list[str], code: int,
+def test_mistakes_and_refusals_are_one_line(any_board: Any, any_url: str, argv: list[str], code: int,
                                             text: str) -> None:
-    queued = board.create_task("Queued")
-    one_line(task(url, *(arg.format(queued=queued["id"]) for arg in argv)), code, text)
+    queued = any_board.create_task("Queued")
+    one_line(task(any_url, *(arg.format(queued=queued["id"]) for arg in argv)), code, text)
 
 
 def test_a_board_that_is_not_there() -> None:
@@ -144,8 +146,8 @@ def test_a_board_that_is_not_there() -> None:
     one_line(task(nobody, "list"), 1, f"cannot reach the board at {nobody}")
 
 
-def test_the_token(board: FakeBoard) -> None:
-    with served(board, tokens={"s3cret-token": "ada"}) as address:
+def test_the_token(any_board: Any) -> None:
+    with served(any_board, tokens={"s3cret-token": "ada"}) as address:
         one_line(task(address, "list"), 1, "wants a token; give --token or set $MCP_AGENT_KIT_TOKEN")
         assert task(address, "list", "--token", "s3cret-token").returncode == 0
         assert task(address, "list", MCP_AGENT_KIT_TOKEN="s3cret-token").returncode == 0
