@@ -16,6 +16,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.sources import parse
+
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_agent_kit"
 
 
@@ -55,7 +57,7 @@ def edges_of(name: str, path: Path, *, lazy: bool) -> set[str]:
     is_package = path.name == "__init__.py"
     package = name.split(".") if is_package else name.split(".")[:-1]
     targets: set[str] = set()
-    for node in import_nodes(ast.parse(path.read_text(encoding="utf-8")).body, lazy=lazy):
+    for node in import_nodes(parse(path.read_text(encoding="utf-8")).body, lazy=lazy):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import parse
+
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_agent_kit"
 ROOT = "(package root)"  # `from mcp_agent_kit import X`: the lazy public facade, which may load anything
 
@@ -81,7 +83,7 @@ def imported_modules(path: Path) -> set[str]:
 
 def imports_in(source: str, package: list[str]) -> set[str]:
     """imported_modules for the source of a module in `package` (["mcp_agent_kit", "client"])."""
-    tree = ast.parse(source)
+    tree = parse(source)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -268,7 +268,7 @@ def test_cli_mistakes_are_one_line_exit_2(tmp_path: Path, argv: list[str], text:
 
 # ---- the real Qwen Code ----------------------------------------------------------------------------
 def test_the_installed_qwen_code_is_found_with_its_real_version() -> None:
-    from .test_real_qwen import VERSION
+    from .real_qwen import VERSION
 
     folder = Path(os.environ.get("ACP_QWEN_DIR") or ROOT / ".venv-acp-qwen") / "node_modules" / ".bin"
     if not (folder / "qwen").is_file():

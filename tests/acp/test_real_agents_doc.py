@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .test_real_qwen import AGENT_ARGS, PIN, QUIET_SETTINGS, VERSION
+from .real_qwen import AGENT_ARGS, PIN, QUIET_SETTINGS, VERSION
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "acp-real-agents.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.S | re.M)

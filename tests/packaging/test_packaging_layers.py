@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import mcp_agent_kit.packaging as packaging
+from tests.sources import parse
 
 PACKAGE_DIR = Path(packaging.__file__).parent
 ALLOWED_OURS = {"mcp_agent_kit.loader", "mcp_agent_kit.cli_common", "mcp_agent_kit.safefile",
@@ -19,7 +20,7 @@ CLIENT_USERS = {"skill_fetch.py"}  # skill install --from-server: a Client fetch
 
 def test_packaging_imports_only_stdlib_and_itself() -> None:
     for module in sorted(PACKAGE_DIR.glob("*.py")):
-        tree = ast.parse(module.read_text(encoding="utf-8"))
+        tree = parse(module.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue
@@ -43,4 +44,4 @@ def test_modules_stay_small_and_documented() -> None:
     for module in sorted(PACKAGE_DIR.glob("*.py")):
         text = module.read_text(encoding="utf-8")
         assert len(text.splitlines()) <= 500, module.name
-        assert ast.get_docstring(ast.parse(text)), module.name
+        assert ast.get_docstring(parse(text)), module.name
