@@ -214,7 +214,12 @@ class Board:
         return self.tasks.move(task_id, "prompt", {"prompt": message}).task
 
     def answer_task(self, task_id: str, answer: str | dict[str, Any]) -> dict[str, Any]:
-        """The option id (or {"optionId": id}) goes straight to the agent waiting on the task's question."""
+        """The answer goes straight to the agent waiting on the task's question: for a permission question an
+        option id (or {"optionId": id}); for its ask_user question (kind "question", board.task_scope) an option
+        id, or content matching the question's schema (TaskInvalid names the mismatch)."""
+        question = self.tasks.get(task_id).get("question") or {}
+        if question.get("kind") == "question":
+            return self.runner.scope.answer(task_id, answer)
         return self.runner.answer(task_id, answer)
 
     def cancel_task(self, task_id: str) -> dict[str, Any]:

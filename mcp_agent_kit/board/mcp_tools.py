@@ -50,7 +50,7 @@ TASK: dict[str, Any] = {
         "waiting": {**_TEXT_OR_NULL, "description": "Why a queued task is not running"},
         "blockedBy": {"type": "array", "items": {"type": "string"}},
         **{name: dict(_TEXT_OR_NULL) for name in ("branch", "base", "workspace", "result", "error", "sessionId",
-                                                  "startedAt", "endedAt")},
+                                                  "startedAt", "endedAt", "progress")},
         "createdAt": {"type": "string"},
         "question": QUESTION,
     },

@@ -6,7 +6,8 @@ same one on a follow-up or after a restart; its `workspace`, `branch` and `base`
 spawns the task's ACP agent in it (acp.client.AcpAgent: cwd = the workspace, fs and terminal calls
 confined to it, the environment ours less git's repository variables plus the entry's `env`), opens the
 session (`session/load` of the task's `sessionId` on a follow-up when the agent can load sessions, else
-`session/new`; `mcpServers` = the config's plus the agent entry's) and runs ONE turn through the one
+`session/new`; `mcpServers` = the config's plus the agent entry's plus the task's own tools, board.task_scope:
+ask_user, create_subtask, report_progress, on a token valid while the run lasts) and runs ONE turn through the one
 turn engine (turns.engine). One agent process per running task: simplest, no session of one task can
 see another's, and a crash ends one task only; the process is stopped when the turn ends.
 
@@ -42,6 +43,7 @@ from mcp_agent_kit.acp.client.errors import AcpError
 from mcp_agent_kit.acp.client.permissions import PermissionRequest
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskInvalid, TransitionRefused
 from mcp_agent_kit.board.states import transition
+from mcp_agent_kit.board.task_scope import TaskScope
 from mcp_agent_kit.board.tasks import BoardTasks
 from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceError, Workspaces, safe_id
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
@@ -122,6 +124,9 @@ class TaskRunner:
         self._runs: dict[str, BoardRun] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # the MCP server each session gets, scoped to its task: ask_user, create_subtask, report_progress (its
+        # token is granted as the session opens and revoked as the run ends, is cancelled or the board closes)
+        self.scope = TaskScope(self)
 
     # ---- starting ------------------------------------------------------------------------------
     def launch(self, task: dict[str, Any]) -> None:
@@ -202,6 +207,7 @@ class TaskRunner:
         self._note_agent(run.task_id, agent.process.pid if agent.process is not None else None)
         agent.initialize()
         servers = [*self.config.mcp_servers, *spec.mcp_servers]
+        servers.append(self.scope.grant(run, {str(server.get("name")) for server in servers}))
         previous, note = run.task.get("sessionId"), ""
         if previous and agent.capability("loadSession") is True:
             try:
@@ -263,6 +269,7 @@ class TaskRunner:
 
     def _retire(self, run: BoardRun) -> None:
         """Forget the run and stop its agent (on a thread of its own: this may be the agent's reader)."""
+        self.scope.revoke(run)
         with self._lock:
             if self._runs.get(run.task_id) is run:
                 del self._runs[run.task_id]
@@ -343,6 +350,7 @@ class TaskRunner:
             return None
         with run.lock:
             run.stopped = True
+            self.scope.revoke(run, "the task was cancelled")  # a question of ask_user's ends at once
             if run.turn is not None:
                 run.turn.cancel()
             moved = self.tasks.move(task_id, "cancel").task
@@ -362,6 +370,7 @@ class TaskRunner:
                 continue
             with run.lock:
                 run.stopped = True
+                self.scope.revoke(run, "the task was moved on another board process")
                 if run.turn is not None:
                     run.turn.cancel()
             self.tasks.forget(run.task_id)
@@ -371,6 +380,7 @@ class TaskRunner:
         with self._lock:
             self._closed = True
             runs = list(self._runs.values())
+        self.scope.close()  # every token revoked, questions in flight answered "closing", the endpoint stopped
         stoppers = []
         for run in runs:
             with run.lock:

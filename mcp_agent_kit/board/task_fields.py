@@ -18,7 +18,8 @@ from typing import Any
 from mcp_agent_kit.board.errors import TaskInvalid
 
 FIELDS = ("id", "title", "prompt", "agent", "priority", "state", "waiting", "blockedBy", "branch", "base",
-          "workspace", "question", "result", "error", "sessionId", "createdAt", "startedAt", "endedAt")
+          "workspace", "question", "result", "error", "sessionId", "createdAt", "startedAt", "endedAt",
+          "progress")  # progress: the status line the task's agent last reported (report_progress), None before
 PRIORITIES = ("urgent", "high", "normal", "low")  # most urgent first
 DEFAULT_PRIORITY = "normal"
 QUESTION_KINDS = ("permission", "question")
@@ -31,6 +32,7 @@ NAME_MAX = 100  # an agent id
 REF_MAX = 250  # a git ref (base, branch)
 PATH_MAX = 4096
 TEXT_MAX = 200_000  # result, error, waiting, a question's message
+PROGRESS_MAX = 1000  # a status line (report_progress)
 BLOCKERS_MAX = 50
 OPTIONS_MAX = 50
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -113,6 +115,10 @@ def check_long_text(name: str, value: Any) -> str:
     return _text(name, value, TEXT_MAX)
 
 
+def check_progress(name: str, value: Any) -> str:
+    return _text(name, value, PROGRESS_MAX, empty=False)
+
+
 def check_session(name: str, value: Any) -> str:
     return _text(name, value, REF_MAX, empty=False)
 
@@ -160,6 +166,7 @@ UPDATABLE: Mapping[str, Callable[[str, Any], Any]] = {
     "result": _optional(check_long_text),
     "error": _optional(check_long_text),
     "sessionId": _optional(check_session),
+    "progress": _optional(check_progress),
 }
 
 

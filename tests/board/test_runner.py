@@ -179,4 +179,4 @@ def test_every_session_gets_the_boards_and_its_agents_mcp_servers(tmp_path: Path
     finally:
         board.close()
     servers = json.loads(done["result"].removeprefix("MCP servers: "))
-    assert [s["name"] for s in servers] == ["board-wide", "own"]
+    assert [s["name"] for s in servers] == ["board-wide", "own", "board"]  # the task's own tools last
