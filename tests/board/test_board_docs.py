@@ -33,7 +33,7 @@ from mcp_agent_kit.board.cli import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL, TOK
 from mcp_agent_kit.board.mcp_tools import DIFF, EVENTS, MAX_WAIT_S, TASK, TASK_LIST, TOOLS
 from mcp_agent_kit.board.task_cli import BOARD_ENV
 from mcp_agent_kit.board.task_fields import FIELDS, PRIORITIES, QUESTION_KINDS
-from mcp_agent_kit.board.webhooks import Webhook, WebhookSender, sign
+from mcp_agent_kit.board.webhooks import ENTRY_KEYS, Webhook, WebhookSender, sign
 from mcp_agent_kit.board.workspaces import branch_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,8 @@ def found_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ---- the config ----------------------------------------------------------------------------------------
-def test_every_config_sample_parses(found_agents: None) -> None:
+def test_every_config_sample_parses(found_agents: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOARD_WEBHOOK_SECRET", "s3cret")
     minimal, full = configs()
     parsed = board_config.parse_config(minimal)
     assert parsed.default_agent == "qwen-code" and parsed.max_concurrent == 2
@@ -111,9 +112,8 @@ def test_every_config_sample_parses(found_agents: None) -> None:
     assert dict(parsed.agent_limits) == {"echo": 1} and parsed.max_concurrent == 3
     assert parsed.workspace == board_config.WorkspaceSettings("main", (".env", "config/*.local.json"), "npm ci",
                                                               300.0, "worktree")
-    assert parsed.webhooks == (board_config.WebhookTarget(
-        "https://hooks.example.com/board", "BOARD_WEBHOOK_SECRET",
-        ("task.needs_input", "task.review", "task.failed")),)
+    assert parsed.webhooks == (Webhook("https://hooks.example.com/board", b"s3cret",
+                                       frozenset({"task.needs_input", "task.review", "task.failed"})),)
     assert [server["name"] for server in parsed.mcp_servers] == ["docs"]
     assert parsed.author == "Board <board@example.com>"
 
@@ -123,7 +123,7 @@ def test_the_config_reference_lists_every_key_with_its_default() -> None:
     expected = {"agents", "mcpServers", "agents.<id>.max_concurrent", "agents.<id>.timeout",  # and what `board` holds
                 *(f"board.{key}" for key in board_config._BOARD_KEYS if key != "workspace"),
                 *(f"board.workspace.{key}" for key in board_config._WORKSPACE_KEYS),
-                *(f"board.webhooks[].{key}" for key in board_config._WEBHOOK_KEYS)}
+                *(f"board.webhooks[].{key}" for key in ENTRY_KEYS)}
     assert set(rows) == expected
     defaults = {"board.max_concurrent": f"{board_config.DEFAULT_MAX_CONCURRENT}",
                 "board.workspace.setupTimeout": f"{board_config.DEFAULT_SETUP_TIMEOUT:g}",
