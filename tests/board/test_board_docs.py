@@ -400,3 +400,15 @@ def test_the_security_rules_hold() -> None:
 
 def test_the_readme_links_the_board_doc() -> None:
     assert "(docs/board.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_agent_side_tools_table_is_the_task_servers() -> None:
+    from mcp_agent_kit.board.task_server import SERVER_NAME
+    from mcp_agent_kit.board.task_server import TOOLS as AGENT_TOOLS
+
+    text = section("## The board's tools inside each agent session")
+    assert f"named `{SERVER_NAME}`" in text
+    rows = {cells[0].strip("`"): cells[1] for cells in table(text)}
+    assert list(rows) == list(AGENT_TOOLS)
+    for name, arguments in rows.items():
+        assert re.findall(r"`(\w+)`", arguments) == list(AGENT_TOOLS[name]["inputSchema"]["properties"]), name
