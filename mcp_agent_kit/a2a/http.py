@@ -6,7 +6,10 @@ values pass too), a body limit, and optional bearer tokens
 (each token is a principal; tasks are isolated per principal). The engine reads requests on its
 event loop (slow clients hold no thread) and runs these handlers on a bounded worker pool.
 JSON-RPC errors go out with HTTP 200; streams are `text/event-stream`, flushed per event, and the
-connection closes at the end (v1.0 has no `final` flag). Rules: framing and headers only; the
+connection closes at the end (v1.0 has no `final` flag). An A2AEndpoint is the agent without a
+socket: A2AServer serves one on its own, and `A2AEndpoint.mount` puts one on another engine server's
+socket (the board: MCP at /mcp and the agent at the card's paths and under /a2a, one port), keeping its
+own policy, tokens or OAuth and body limit. Rules: framing and headers only; the
 bindings (jsonrpc, rest) and the engine do the protocol.
 """
 
@@ -17,7 +20,7 @@ import hashlib
 import json
 import logging
 import socket
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,13 +34,15 @@ from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.metadata import AS_SUFFIX, well_known
 from mcp_agent_kit.auth.resource import ProtectedResource, Refusal
 from mcp_agent_kit.auth.settings import OAuthSettings
-from mcp_agent_kit.httpd import Handler, Limits, Policy, Server
+from mcp_agent_kit.httpd import Channel, Handler, Limits, Policy, Request, Server
+from mcp_agent_kit.httpd.engine import App
 from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 
 log = logging.getLogger("mcp_agent_kit.a2a")
 CARD_PATHS = frozenset({"/.well-known/agent-card.json", "/.well-known/agent.json"})
 RPC_PATH = "/a2a"
 REST_PATH = "/a2a/rest"
+TREE = RPC_PATH  # on a shared socket (A2AEndpoint.mount) every path under it is the agent's
 MAX_BODY = 1 << 20
 _JSON_TYPES = ("application/json", "application/a2a+json")
 
@@ -78,8 +83,85 @@ def card_schemes(bearer: bool, oauth: ProtectedResource | None) -> dict[str, tup
     return schemes
 
 
+def base_url_for(bind_host: str, port: int, public_url: str | None = None) -> str:
+    """The URL the card names for an agent bound on (bind_host, port): `public_url` when given; a
+    wildcard bind shows as this machine's name."""
+    shown = socket.getfqdn() if is_wildcard(bind_host) else f"[{bind_host}]" if ":" in bind_host else bind_host
+    return (public_url or f"http://{shown}:{port}").rstrip("/")
+
+
+class A2AEndpoint:
+    """An A2A agent's HTTP face, bound to no socket: `engine` (any A2AService: a2a.engine.TaskEngine,
+    board.a2a_face.BoardFace), its card at `base_url`, its Host/Origin policy, tokens or OAuth, and its
+    body limit. A2AServer serves one on its own socket; `mount(server)` serves it on another engine
+    server's socket, beside that server's own app, at its `paths` (the card's, its OAuth metadata's) and
+    under TREE."""
+
+    def __init__(
+        self,
+        engine: A2AService,
+        base_url: str,
+        *,
+        bind_host: str = "127.0.0.1",
+        tokens: list[str] | Mapping[str, str] | None = None,
+        max_body: int = MAX_BODY,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        oauth: OAuthSettings | ProtectedResource | None = None,
+    ) -> None:
+        """bind_host: the address the socket it is served on is bound to. allowed_hosts /
+        allowed_origins: Host and Origin values accepted beyond the defaults (loopback names, the bound
+        address, the host of the card's URLs); "*" accepts any. oauth: accept OAuth access tokens whose
+        audience is `base_url` (docs/oauth.md). OSError or ValueError when OAuth cannot be set up."""
+        self.engine = engine
+        # a list: each token its own principal; a mapping: token -> principal (`--tokens-file`)
+        self.tokens = dict(tokens) if isinstance(tokens, Mapping) else {t: principal_for(t) for t in tokens or []}
+        self.max_body = max_body
+        self.bound = bind_host
+        self.base_url = base_url.rstrip("/")
+        self.server: Server | None = None  # the engine server it runs on (its stream threads)
+        built = oauth.build(self.base_url, name=engine.agent.name) if isinstance(oauth, OAuthSettings) else None
+        protected = built or (oauth if isinstance(oauth, ProtectedResource) else None)
+        # DNS-rebinding and CSRF protection on every bind, as on the MCP endpoint: the Host must name
+        # this agent (as its card does, or as given), an Origin must be one of those or allowed.
+        self.policy = Policy(
+            bind_host=bind_host,
+            allowed_hosts=[*own_names(bind_host, self.base_url), *allowed_hosts],
+            allowed_origins=allowed_origins,
+            tokens=self.tokens,
+            oauth=protected,
+            realm="a2a",
+        )
+        interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
+        self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens),
+                                 schemes=card_schemes(bool(self.tokens), protected))
+
+    @property
+    def paths(self) -> frozenset[str]:
+        """The exact paths it answers on a shared socket: the card's and its OAuth metadata's (RFC 9728);
+        everything else of it (JSON-RPC, HTTP+JSON) lies under TREE."""
+        oauth = self.policy.oauth
+        return CARD_PATHS | (oauth.metadata_paths if oauth is not None else frozenset())
+
+    def app(self, server: Server) -> App:
+        """The engine app that serves this agent on `server` (streams run on its stream threads)."""
+        self.server = server
+        handle: App = A2ARequestHandler.serve(self)
+        return handle
+
+    def mount(self, server: Server) -> None:
+        """Serve this agent on `server`'s socket too: its paths and TREE; the server's own app keeps the rest."""
+        server.mount(self.app(server), paths=self.paths, trees=(TREE,))
+
+    def hand_off(self, channel: Channel, run: Callable[[], bool]) -> bool:
+        """httpd.Server.hand_off on the server it runs on."""
+        assert self.server is not None, "an endpoint's app is made for a server first (app, mount)"
+        return self.server.hand_off(channel, run)
+
+
 class A2AServer(Server):
-    """An A2A agent over HTTP: `engine` is any A2AService (a2a.engine.TaskEngine, board.a2a_face.BoardFace)."""
+    """An A2A agent over HTTP on its own socket: an A2AEndpoint (`endpoint`) bound to (host, port).
+    Its attributes (engine, tokens, max_body, bound, base_url, policy, card) are the endpoint's."""
 
     def __init__(
         self,
@@ -95,44 +177,56 @@ class A2AServer(Server):
         allowed_origins: Iterable[str] = (),
         oauth: OAuthSettings | ProtectedResource | None = None,
     ) -> None:
-        """allowed_hosts / allowed_origins: Host and Origin values accepted beyond the defaults
-        (loopback names, the bound address, the host of the card's URLs); "*" accepts any.
-        oauth: accept OAuth access tokens whose audience is this agent's URL (docs/oauth.md)."""
+        """The options are A2AEndpoint's; public_url: the card's base URL (default: as bound)."""
         # an over-limit body up to 8x the limit is read away (on the loop), so the client sees the 413
         limits = Limits(workers=max_workers, max_body=max_body, drain_limit=8 * max_body)
-        super().__init__((host, port), A2ARequestHandler.serve(self), limits)
-        self.engine = engine
-        # a list: each token its own principal; a mapping: token -> principal (`--tokens-file`)
-        self.tokens = dict(tokens) if isinstance(tokens, Mapping) else {t: principal_for(t) for t in tokens or []}
-        self.max_body = max_body
-        self.bound = host
-        actual = self.server_address[1]
-        shown = socket.getfqdn() if is_wildcard(host) else f"[{host}]" if ":" in host else host
-        self.base_url = (public_url or f"http://{shown}:{actual}").rstrip("/")
-        # DNS-rebinding and CSRF protection on every bind, as on the MCP endpoint: the Host must name
-        # this agent (as its card does, or as given), an Origin must be one of those or allowed.
+        # bound first: the endpoint's URL names the port; the app then serves the endpoint
+        super().__init__((host, port), self._serve, limits)
         try:
-            built = oauth.build(self.base_url, name=engine.agent.name) if isinstance(oauth, OAuthSettings) else None
-            protected = built or (oauth if isinstance(oauth, ProtectedResource) else None)
+            self.endpoint = A2AEndpoint(engine, base_url_for(host, self.server_address[1], public_url),
+                                        bind_host=host, tokens=tokens, max_body=max_body,
+                                        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, oauth=oauth)
         except (OSError, ValueError):
             self.server_close()
             raise
-        self.policy = Policy(
-            bind_host=host,
-            allowed_hosts=[*own_names(host, self.base_url), *allowed_hosts],
-            allowed_origins=allowed_origins,
-            tokens=self.tokens,
-            oauth=protected,
-            realm="a2a",
-        )
-        interfaces = [(self.base_url + RPC_PATH, "JSONRPC"), (self.base_url + REST_PATH, "HTTP+JSON")]
-        self.card = CardDocument(engine.agent, interfaces, bearer=bool(self.tokens),
-                                 schemes=card_schemes(bool(self.tokens), protected))
+        self._endpoint_app = self.endpoint.app(self)
+
+    def _serve(self, request: Request, channel: Channel) -> bool:
+        return self._endpoint_app(request, channel)
+
+    # ---- the endpoint's, as before the split ----------------------------------------------------
+    @property
+    def engine(self) -> A2AService:
+        return self.endpoint.engine
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        return self.endpoint.tokens
+
+    @property
+    def max_body(self) -> int:
+        return self.endpoint.max_body
+
+    @property
+    def bound(self) -> str:
+        return self.endpoint.bound
+
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.base_url
+
+    @property
+    def policy(self) -> Policy:
+        return self.endpoint.policy
+
+    @property
+    def card(self) -> CardDocument:
+        return self.endpoint.card
 
 
 class A2ARequestHandler(Handler):
     server_version = "mcp-agent-kit-a2a"
-    server: A2AServer  # type: ignore[assignment]  # served by httpd, not socketserver
+    server: A2AEndpoint  # type: ignore[assignment]  # served by httpd, not socketserver
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -177,6 +271,11 @@ class A2ARequestHandler(Handler):
             if length <= 8 * limit:  # read it away, so the client sees the 413 instead of a reset
                 self._discard(length)
             self._refuse(A2AError("PayloadTooLarge", f"Request body of {length} bytes is over the {limit} limit"), rpc)
+            return None
+        if not self.body_complete:  # over the limit of the socket it shares (A2AEndpoint.mount): never read
+            self.close_connection = True
+            self._refuse(A2AError("PayloadTooLarge", f"Request body of {length} bytes is over this server's limit"),
+                         rpc)
             return None
         return self.rfile.read(length)
 

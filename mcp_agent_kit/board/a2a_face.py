@@ -2,7 +2,7 @@
 
 There is one store of board tasks, the Board's: this face keeps no copy of them. Every operation reads or
 acts through the Board facade and builds the A2A view on the way out (board.a2a_view has the view and the
-state table, board.states.A2A_STATES). a2a.http.A2AServer serves it (card, JSON-RPC, HTTP+JSON, SSE, the
+state table, board.states.A2A_STATES). a2a.http serves it (card, JSON-RPC, HTTP+JSON, SSE, the
 Host/Origin gate, tokens or OAuth).
 - SendMessage without a taskId creates a task: the text parts joined are the prompt; the request's or the
   message's `metadata` may carry `agent`, `priority`, `title`, `blockedBy`, `base`, `hold`. A contextId

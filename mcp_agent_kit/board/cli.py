@@ -5,11 +5,12 @@ HTTP rules (tokens or OAuth, Host/Origin allowlists, the public-bind rule: a non
 --token or --oauth-issuer, or --insecure). Defaults: the current directory's repository, and
 127.0.0.1:8765 (DEFAULT_PORT; the `task` command looks there too). State lives in the store (`--store
 URL`; by default the Board's sqlite file in its own data directory, never inside the repository).
-The A2A face (board.a2a_face: every board task an A2A task) is served beside it by a2a.http.A2AServer on
-its own port (`--a2a-port`, default the MCP port + 1; 0 when the MCP port is 0): card at
-/.well-known/agent-card.json, JSON-RPC at /a2a, HTTP+JSON at /a2a/rest, with the same tokens, OAuth and
-Host/Origin allowlists as /mcp. (Its own port: the MCP endpoint and the A2A server are two httpd apps,
-each with its own gate and limits; one port would need a router over both.) `--a2a-port -1` turns it off.
+The A2A face (board.a2a_face: every board task an A2A task) shares the MCP endpoint's socket by default
+(a2a.http.A2AEndpoint mounted on it): card at http://HOST:PORT/.well-known/agent-card.json, JSON-RPC at
+/a2a, HTTP+JSON at /a2a/rest, each face with its own gate (the same tokens, OAuth issuer and Host/Origin
+allowlists as /mcp; an OAuth token's audience is the face's URL: HOST:PORT/mcp or HOST:PORT, whose RFC 9728
+metadata are /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource). `--a2a-port
+PORT` serves it on its own port instead (a2a.http.A2AServer; 0 picks one), `--no-a2a` not at all.
 SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
 tasks keep their state). Mistakes are one stderr line naming the fix: usage and config errors exit
 2, a port that cannot be bound 1.
@@ -40,6 +41,7 @@ from mcp_agent_kit.cli_common import (
     host_port,
     listen_failed,
     oauth_settings,
+    port_number,
     prog,
     tokens_from,
 )
@@ -71,9 +73,11 @@ def parser() -> Parser:
     cli.add_argument("--data-dir", metavar="DIR",
                      help="the board's own directory: its sqlite file and worktrees (default: per repository under "
                           "$XDG_DATA_HOME/mcp-agent-kit/boards)")
-    cli.add_argument("--a2a-port", type=int, default=None, metavar="PORT",
-                     help="serve the A2A agent on this port of the same host (default: the MCP port + 1; "
-                          "-1: no A2A agent)")
+    a2a = cli.add_mutually_exclusive_group()
+    a2a.add_argument("--a2a-port", type=port_number, metavar="PORT",
+                     help="serve the A2A agent on this port of the same host (0 picks a free one); default: on "
+                          "the --http port, card at /.well-known/agent-card.json, JSON-RPC at /a2a")
+    a2a.add_argument("--no-a2a", action="store_true", help="serve no A2A agent, only MCP")
     add_token_options(cli, f"HTTP; default ${TOKEN_ENV}")
     add_origin_options(cli)
     add_insecure_option(cli)
@@ -81,50 +85,59 @@ def parser() -> Parser:
     return cli
 
 
-def a2a_port(mcp_port: int, asked: int | None) -> int | None:
-    """The A2A agent's port: as asked (-1: none), else the MCP port + 1 (0 when that is 0)."""
-    if asked is not None:
-        return None if asked < 0 else asked
-    return 0 if mcp_port == 0 else mcp_port + 1
+SAME_PORT = "same"  # serve()'s `a2a`: the A2A agent on the MCP endpoint's socket (else a port, or None: none)
 
 
-def faces(board: Any, host: str, port: int | None, options: dict[str, Any]) -> list[Any]:
-    """The board's other faces, served beside the MCP endpoint: each a Servable (serve_forever, shutdown,
-    server_close). The A2A agent (board.a2a_face over a2a.http.A2AServer) on `port` (None: none), with
-    make_server's `options` (tokens, oauth, allowed_hosts, allowed_origins)."""
-    if port is None:
-        return []
-    from mcp_agent_kit.a2a.http import A2AServer
-    from mcp_agent_kit.board.a2a_face import BoardFace
+def a2a_face(board: Any, http: Any, host: str, where: int | str | None, options: dict[str, Any],
+             face: Any = None) -> A2AFace | None:
+    """The board's A2A agent (`face`, default board.a2a_face.BoardFace(board), over a2a.http): mounted on
+    the MCP server `http` (`where` is SAME_PORT), on its own A2AServer on port `where` of `host`, or none
+    (None). `options` are make_server's (tokens, oauth, allowed_hosts, allowed_origins): each face has its
+    own gate with the same settings. The face is closed when this fails."""
+    if where is None:
+        return None
+    from mcp_agent_kit.a2a.http import A2AEndpoint, A2AServer, base_url_for
 
-    face = BoardFace(board)
+    if face is None:
+        from mcp_agent_kit.board.a2a_face import BoardFace
+
+        face = BoardFace(board)
+    gate: dict[str, Any] = {"tokens": options.get("tokens"), "oauth": options.get("oauth"),
+                            "allowed_hosts": options.get("allowed_hosts") or (),
+                            "allowed_origins": options.get("allowed_origins") or ()}
     try:
-        server = A2AServer(face, host, port, tokens=options.get("tokens"), oauth=options.get("oauth"),
-                           allowed_hosts=options.get("allowed_hosts") or (),
-                           allowed_origins=options.get("allowed_origins") or ())
+        if where == SAME_PORT:
+            endpoint = A2AEndpoint(face, base_url_for(host, http.server_address[1]), bind_host=host, **gate)
+            endpoint.mount(http)
+            return A2AFace(face, endpoint.base_url)
+        server = A2AServer(face, host, int(where), **gate)
     except BaseException:
         face.close()
         raise
-    return [A2AFace(server, face)]
+    return A2AFace(face, server.base_url, server)
 
 
 class A2AFace:
-    """The A2A server and its face as one Servable: closing the server closes the face (streams end)."""
+    """The board's A2A agent: its BoardFace and its base URL, and its own server when it has one (else
+    it is mounted on the MCP endpoint's). Closing ends its streams first."""
 
-    def __init__(self, server: Any, face: Any) -> None:
-        self.server, self.face = server, face
-        face.url = server.base_url
-        self.url = server.base_url + "/a2a"
+    def __init__(self, face: Any, base_url: str, server: Any = None) -> None:
+        self.face, self.server = face, server
+        face.url = base_url
+        self.url = base_url + "/a2a"
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        self.server.serve_forever(poll_interval=poll_interval)
+        if self.server is not None:
+            self.server.serve_forever(poll_interval=poll_interval)
 
     def shutdown(self) -> None:
-        self.server.shutdown()
+        if self.server is not None:
+            self.server.shutdown()
 
     def server_close(self) -> None:
         self.face.close()
-        self.server.server_close()
+        if self.server is not None:
+            self.server.server_close()
 
 
 def make_board_http(board: Any, host: str, port: int, **options: Any) -> tuple[Any, Any]:
@@ -138,28 +151,26 @@ def make_board_http(board: Any, host: str, port: int, **options: Any) -> tuple[A
 
 
 class Serving:
-    """The MCP endpoint and the other faces as one Servable for httpd.lifecycle: closing ends the
-    long-polls first, so no request worker keeps the drain waiting."""
+    """The MCP endpoint and the A2A face as one Servable for httpd.lifecycle: closing ends the long-polls
+    and the A2A streams first, so no request worker keeps the drain waiting."""
 
-    def __init__(self, http: Any, tools: Any, others: list[Any]) -> None:
-        self.http, self.tools, self.others = http, tools, others
+    def __init__(self, http: Any, tools: Any, a2a: A2AFace | None) -> None:
+        self.http, self.tools, self.a2a = http, tools, a2a
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        threads = [threading.Thread(target=face.serve_forever, name="board-face", daemon=True)
-                   for face in self.others]
-        for thread in threads:
-            thread.start()
+        if self.a2a is not None and self.a2a.server is not None:
+            threading.Thread(target=self.a2a.serve_forever, name="board-a2a", daemon=True).start()
         self.http.serve_forever(poll_interval=poll_interval)
 
     def shutdown(self) -> None:
-        for face in self.others:
-            face.shutdown()
+        if self.a2a is not None:
+            self.a2a.shutdown()
         self.http.shutdown()
 
     def server_close(self) -> None:
         self.tools.close()
-        for face in self.others:
-            face.server_close()
+        if self.a2a is not None:
+            self.a2a.server_close()
         self.http.server_close()
 
 
@@ -230,17 +241,20 @@ def main(argv: list[str]) -> int:
     check_public_bind(host, authenticated=bool(tokens) or oauth is not None, insecure=args.insecure,
                       what="the board")
     config = _config(args.config)
-    try:
-        check_bindable(host, port)  # a port in use fails before the board recovers anything
-    except (OSError, OverflowError) as exc:
-        return listen_failed(host, port, exc)
+    a2a: int | str | None = None if args.no_a2a else SAME_PORT if args.a2a_port is None else args.a2a_port
+    for flag, number in (("--http", port), ("--a2a-port", a2a)):
+        if isinstance(number, int):
+            try:
+                check_bindable(host, number)  # a port in use fails before the board recovers anything
+            except (OSError, OverflowError) as exc:
+                return _listen_failed(flag, host, number, exc)
     options = {"tokens": tokens, "oauth": oauth, "allowed_hosts": args.allow_host,
                "allowed_origins": args.allow_origin}
     with interruptible():
         board = _open_board(config, repo, _store(args.store), args.data_dir)
         try:
             board.start()
-            return serve(board, host, port, options, a2a_port(port, args.a2a_port))
+            return serve(board, host, port, options, a2a)
         except ValueError as exc:
             if oauth is None:
                 raise
@@ -251,9 +265,18 @@ def main(argv: list[str]) -> int:
             board.close()
 
 
-def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | None = None) -> int:
-    """Serve the board's faces until SIGTERM or Ctrl-C (httpd.lifecycle); 0. The first stderr line names
-    the MCP URL (with the port bound, when 0 was asked), the next the A2A agent's."""
+def _listen_failed(flag: str, host: str, port: int, exc: BaseException) -> int:
+    if flag == "--http":
+        return listen_failed(host, port, exc)
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return fail(f"cannot listen on {host}:{port} (--a2a-port): {reason}",
+                "pick another --a2a-port (0 picks a free one), or leave it out to share --http's port")
+
+
+def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | str | None = SAME_PORT) -> int:
+    """Serve the board's faces until SIGTERM or Ctrl-C (httpd.lifecycle); 0. `a2a`: where the A2A agent
+    is served (a2a_face). The first stderr line names the MCP URL (with the port bound, when 0 was asked),
+    the next the A2A agent's."""
     import sys
 
     from mcp_agent_kit.httpd.lifecycle import run_until_stopped
@@ -261,16 +284,16 @@ def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | 
     def build() -> Serving:
         http, tools = make_board_http(board, host, port, **options)
         try:
-            others = faces(board, host, a2a, options)
+            face = a2a_face(board, http, host, a2a, options)
         except BaseException:
             tools.close()
             http.server_close()
             raise
-        return Serving(http, tools, others)
+        return Serving(http, tools, face)
 
     def ready(serving: Serving) -> None:
         print(f"board: serving MCP at {serving.http.url}", file=sys.stderr, flush=True)
-        for face in serving.others:
-            print(f"board: serving A2A at {face.url}", file=sys.stderr, flush=True)
+        if serving.a2a is not None:
+            print(f"board: serving A2A at {serving.a2a.url}", file=sys.stderr, flush=True)
 
     return run_until_stopped(build, ready)

@@ -22,12 +22,13 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mcp_agent_kit.httpd import head as heads
 from mcp_agent_kit.httpd.head import HeadError, Headers
 from mcp_agent_kit.httpd.pool import Pool
+from mcp_agent_kit.httpd.routes import Routes
 
 log = logging.getLogger("mcp_agent_kit.httpd")
 HEAD, BODY, DRAIN, WORK, LINGER = range(5)  # connection states; the loop owns all but WORK
@@ -201,6 +202,14 @@ class Server:
         self._sel.close()
         self._wake_r.close()
         self._wake_w.close()
+
+    def mount(self, app: App, *, paths: Iterable[str] = (), trees: Iterable[str] = ()) -> None:
+        """Serve `app` too, on this socket, at these exact paths and under these one-segment trees
+        (httpd.routes); the server's own app keeps every other path. Call before `serve_forever`. A
+        server nothing is mounted on runs its app directly: no route lookup."""
+        routes: Routes[Request, Channel] = self._app if isinstance(self._app, Routes) else Routes(self._app)
+        routes.add(app, paths=paths, trees=trees)
+        self._app = routes
 
     @property
     def busy_workers(self) -> int:

@@ -1,5 +1,6 @@
 """The board's A2A face (board.a2a_face) driven by the official a2a-sdk client, over the in-memory board
-(tests/board/fake_board.py: real BoardTasks; the test plays the scheduler and the agent)."""
+(tests/board/fake_board.py: real BoardTasks; the test plays the scheduler and the agent), served as the
+board command serves it: on the MCP endpoint's port."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from mcp_agent_kit.a2a.http import A2AServer
 from mcp_agent_kit.board.a2a_face import BoardFace
+from mcp_agent_kit.board.cli import SAME_PORT, Serving, a2a_face, make_board_http
 from mcp_agent_kit.board.states import A2A_STATES
 from mcp_agent_kit.board.webhooks import verify_signature
 from tests.board.fake_board import FakeBoard
@@ -39,9 +40,11 @@ from tests.net import until
 
 
 class Served:
-    def __init__(self, board: FakeBoard, face: BoardFace, server: A2AServer) -> None:
-        self.board, self.face, self.server = board, face, server
-        self.base = server.base_url
+    def __init__(self, board: FakeBoard, face: BoardFace, serving: Serving) -> None:
+        self.board, self.face, self.serving = board, face, serving
+        assert serving.a2a is not None
+        self.base = serving.a2a.face.url
+        self.mcp_url = serving.http.url
 
     def run(self, coro: Any) -> Any:
         return asyncio.run(coro)
@@ -54,18 +57,18 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Any) -> Iterator[Served]:
+    """The face as `mcp-agent-kit board` serves it: on the MCP endpoint's port (board.cli's wiring)."""
     board = FakeBoard(None, tmp_path)
     face = BoardFace(board, wait_timeout=10)
-    server = A2AServer(face, "127.0.0.1", 0)
-    face.url = server.base_url
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    http, tools = make_board_http(board, "127.0.0.1", 0)
+    serving = Serving(http, tools, a2a_face(board, http, "127.0.0.1", SAME_PORT, {}, face))
+    thread = threading.Thread(target=serving.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield Served(board, face, server)
+        yield Served(board, face, serving)
     finally:
-        face.close()
-        server.shutdown()
-        server.server_close()
+        serving.shutdown()
+        serving.server_close()
         thread.join(10)
         board.close()
 
@@ -102,6 +105,7 @@ def test_card_names_the_skills_and_push(served: Served) -> None:
         assert card.capabilities.streaming and card.capabilities.push_notifications
         assert {skill.id for skill in card.skills} == {"create_task", "answer_question", "follow_up"}
         assert card.supported_interfaces[0].url == served.base + "/a2a"
+        assert served.mcp_url == served.base + "/mcp"  # one port: the card names the MCP endpoint's origin
     served.run(go())
 
 

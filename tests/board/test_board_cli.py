@@ -1,6 +1,6 @@
 """`mcp-agent-kit board`: its mistakes are one stderr line (exit 2 for usage and config, 1 for a port in use),
-and a served board (the real board.board.Board on a temporary repository) is started, answers MCP at /mcp,
-and is closed on SIGTERM."""
+and a served board (the real board.board.Board on a temporary repository) is started, answers MCP at /mcp
+and the A2A card on the same port, and is closed on SIGTERM."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ def one_line(err: str, text: str) -> None:
     (["{d}/missing.json"], "no such config file"),
     (["--frob"], "unrecognized arguments: --frob"),
     (["--oauth-scopes", "x"], "--oauth-* options need --oauth-issuer"),
+    (["--a2a-port", "-1"], "port must be a number from 0 to 65535"),
+    (["--a2a-port", "0", "--no-a2a"], "not allowed with argument"),
 ])
 def test_usage_mistakes_are_one_line_exit_2(tmp_path: Path, argv: list[str], text: str) -> None:
     done = kit(*(arg.format(d=tmp_path) for arg in argv), cwd=tmp_path)
@@ -88,6 +91,8 @@ def test_more_mistakes_in_process(tmp_path: Path, repo: Path, busy_port: int,
     base = ["--repo", str(repo), "--data-dir", str(tmp_path / "data")]
     assert run_main([*base, "--http", f"127.0.0.1:{busy_port}"]) == 1
     one_line(capsys.readouterr().err, f"cannot listen on 127.0.0.1:{busy_port}")
+    assert run_main([*base, "--http", "127.0.0.1:0", "--a2a-port", str(busy_port)]) == 1
+    one_line(capsys.readouterr().err, f"cannot listen on 127.0.0.1:{busy_port} (--a2a-port)")
     assert run_main([*base, "--http", "127.0.0.1:0", "--store", "ftp://nowhere"]) == 2
     one_line(capsys.readouterr().err, "cannot open --store")
     assert run_main(["--repo", str(tmp_path), "--http", "127.0.0.1:0", "--data-dir", str(tmp_path / "d")]) == 2
@@ -112,6 +117,8 @@ def test_the_board_serves_mcp_and_closes_on_sigterm(tmp_path: Path, repo: Path) 
                 seen["tools"] = sorted(tool["name"] for tool in client.list_tools())
                 seen["created"] = client.call_tool("create_task", {"prompt": "Hello", "hold": True})[
                     "structuredContent"]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/.well-known/agent-card.json", timeout=30) as got:
+                seen["card"] = json.load(got)  # the A2A agent, on the same port
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -126,6 +133,7 @@ def test_the_board_serves_mcp_and_closes_on_sigterm(tmp_path: Path, repo: Path) 
     assert code == 0
     assert "create_task" in seen["tools"] and len(seen["tools"]) == 11
     assert seen["created"]["state"] == "held"
+    assert seen["card"]["supportedInterfaces"][0]["url"] == f"http://127.0.0.1:{port}/a2a"
     # closed: the data directory is free again, and the task outlived the board
     with Board(parse_config(echo_config(tmp_path / "sessions")), repo, data_dir=data) as again:
         assert again.get_task(seen["created"]["id"])["state"] == "held"
