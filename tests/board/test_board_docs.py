@@ -412,3 +412,12 @@ def test_the_agent_side_tools_table_is_the_task_servers() -> None:
     assert list(rows) == list(AGENT_TOOLS)
     for name, arguments in rows.items():
         assert re.findall(r"`(\w+)`", arguments) == list(AGENT_TOOLS[name]["inputSchema"]["properties"]), name
+
+
+def test_the_a2a_section_names_what_a_message_may_carry() -> None:
+    from mcp_agent_kit.board.a2a_face import CREATE_FIELDS
+
+    text = section("## A2A")
+    carried = next(line for line in text.splitlines() if "`metadata` may carry" in line)
+    following = text[text.index(carried):].split("\n- ", 1)[0]
+    assert re.findall(r"`(\w+)`", following.split("may carry", 1)[1]) == list(CREATE_FIELDS)
