@@ -198,3 +198,50 @@ def test_webhooks_get_the_boards_signed_events_in_order(tmp_path: Path, repo: Pa
     replay = {"Content-Type": "application/json", "X-Board-Signature": headers["X-Board-Signature"]}
     assert http_post(receiver.url, tampered, replay, WAIT_S) == 401
     assert receiver.refused == 1 and len(receiver.taken) == 2
+
+
+def test_the_a2a_sdk_drives_a_real_board_on_the_mcp_port(tmp_path: Path, repo: Path) -> None:
+    """The official a2a-sdk client on the board's one port: a message creates a task, the permission question
+    comes back as INPUT_REQUIRED, a message with the taskId answers it (an option's id), and the turn's end
+    is INPUT_REQUIRED again (review) with the agent's reply; the file is only in the task's worktree."""
+    import httpx
+    from a2a.client import A2ACardResolver, ClientConfig, create_client
+    from a2a.types import GetTaskRequest
+    from google.protobuf.json_format import MessageToDict
+
+    from mcp_agent_kit.board.cli import SAME_PORT, Serving, a2a_face, make_board_http
+    from tests.board.test_a2a_face import message, send, state_name
+
+    with running_board(tmp_path, repo, approve="ask") as board:
+        http, tools = make_board_http(board, "127.0.0.1", 0)
+        serving = Serving(http, tools, a2a_face(board, http, "127.0.0.1", SAME_PORT, {}))
+        thread = threading.Thread(target=serving.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        try:
+            assert serving.a2a is not None
+            base = serving.a2a.face.url
+
+            async def drive_a2a() -> tuple[Any, Any, Any]:
+                async with httpx.AsyncClient() as hc:
+                    card = await A2ACardResolver(hc, base).get_agent_card()
+                client = await create_client(card, client_config=ClientConfig(streaming=False))
+                created = await send(client, message("Write through A2A", metadata={"priority": "high"}),
+                                     immediate=False)
+                answered = await send(client, message("allow-once", task_id=created.id), immediate=False)
+                got = await client.get_task(GetTaskRequest(id=created.id))
+                return created, answered, got
+
+            created, answered, got = asyncio.run(drive_a2a())
+        finally:
+            serving.shutdown()
+            serving.server_close()
+            thread.join(10)
+        assert http.url.rsplit("/", 1)[0] == base.rstrip("/")  # one origin: MCP at /mcp, A2A beside it
+        assert state_name(created) == "TASK_STATE_INPUT_REQUIRED"
+        assert "Write echo.txt" in json.dumps(MessageToDict(created.status.message))
+        task = board.get_task(created.id)
+        assert task["priority"] == "high" and task["state"] == "review", task
+        assert state_name(answered) == "TASK_STATE_INPUT_REQUIRED" and state_name(got) == "TASK_STATE_INPUT_REQUIRED"
+        assert "Echo: Write through A2A" in json.dumps(MessageToDict(got))
+        assert (Path(task["workspace"]) / "echo.txt").read_text() == "Write through A2A\n"
+        assert not (repo / "echo.txt").exists()
