@@ -6,11 +6,15 @@ the reading thread in arrival order, a request runs per the declared concurrency
 answered or skipped per the peer's LinePolicy. Writes are whole lines under one lock. Variation points
 are declared, never overridden:
 - Threads(limit): one reader; each request on its own thread, at most `limit` at once (the rest -32603).
+- a handler may return a `Deferred` instead of its reply: its thread (or the reader) goes on at once, and the
+  reply is written when the Deferred is settled, on the thread that settles it. An open Deferred counts as in
+  flight; at most `max_deferred` are open at once (a request deferred beyond is answered -32603); the end of
+  input or the close of our output drops every open one unanswered (a later settle is a no-op).
 - Leaders(limit): the reading thread handles a request itself, so a fast call pays no thread hand-off; a
   watchdog hands reading to a fresh thread when one request has taken a couple of milliseconds, and a
   handler about to wait for the peer (expect) hands it over at once.
 - observers: on_request (on the reading thread, in order with the notifications), on_bad_line,
-  on_oversize, on_end, trace; `in_flight` counts the requests read and not yet answered, and
+  on_oversize, on_end, trace; `in_flight` counts the requests read and not yet answered (deferred ones too), and
   `wait_idle(timeout)` waits, without polling, for the end of input with none left in flight.
 Rules: no protocol knowledge beyond JSON-RPC (it takes handlers), never spawns or signals; imports only wire.
 """
@@ -25,9 +29,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Generic
 
 from mcp_agent_kit.wire import jsonrpc
-from mcp_agent_kit.wire.peer import JsonRpcPeer, W
+from mcp_agent_kit.wire.jsonrpc import RpcError
+from mcp_agent_kit.wire.peer import JsonRpcPeer, W, answer
 
 MIB = 1 << 20
+DEFAULT_MAX_DEFERRED = 1024
 Message = dict[str, Any]
 
 
@@ -84,6 +90,56 @@ class Pending:
         return self._result
 
 
+Outcome = tuple[Any, RpcError | None]
+_DROPPED: Outcome = (None, RpcError(jsonrpc.INTERNAL_ERROR, "the connection closed"))  # settled unanswered
+
+
+class Deferred:
+    """A reply to come: a request handler returns one, then settles it once, from any thread (see the module
+    docstring). `resolve(result)` answers with a result, `reject(error)` with an RpcError; each returns whether
+    it settled it (False when it was settled already, or dropped with its connection)."""
+
+    __slots__ = ("_deliver", "_lock", "_outcome")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outcome: Outcome | None = None
+        self._deliver: Callable[[Any, RpcError | None], None] | None = None
+
+    def resolve(self, result: Any = None) -> bool:
+        return self._settle((result, None))
+
+    def reject(self, error: RpcError) -> bool:
+        return self._settle((None, error))
+
+    @property
+    def settled(self) -> bool:
+        """Whether it was settled (or dropped)."""
+        return self._outcome is not None
+
+    def _settle(self, outcome: Outcome) -> bool:
+        with self._lock:
+            if self._outcome is not None:
+                return False
+            self._outcome, deliver = outcome, self._deliver
+        if deliver is not None:
+            deliver(*outcome)
+        return True
+
+    def _bind(self, deliver: Callable[[Any, RpcError | None], None]) -> None:
+        """The driver's side: write the reply through `deliver` once settled (at once when it is already)."""
+        with self._lock:
+            self._deliver, outcome = deliver, self._outcome
+        if outcome is not None and outcome is not _DROPPED:
+            deliver(*outcome)
+
+    def _drop(self) -> Outcome | None:
+        """Settle it unanswered (its connection is gone, or it was refused); the outcome it had already, if any."""
+        with self._lock:
+            outcome, self._outcome = self._outcome, self._outcome or _DROPPED
+        return None if outcome is _DROPPED else outcome
+
+
 @dataclass(frozen=True)
 class Threads:
     """Each request on its own thread, at most `limit` at once (None: no limit)."""
@@ -119,13 +175,14 @@ class LinePeer(Generic[W]):
     """A JSON-RPC peer over `reader` (the other side's output) and `writer` (its input)."""
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes], peer: JsonRpcPeer[W], *,
-                 handle: Callable[[Message], Message | None], notify: Callable[[Message], None] = _ignore,
+                 handle: Callable[[Message], Message | Deferred | None], notify: Callable[[Message], None] = _ignore,
                  encode: Callable[[Message], bytes] = jsonrpc.encode, concurrency: Threads | Leaders = Threads(),
                  on_request: Callable[[Message], None] | None = None,
                  on_bad_line: Callable[[bytes, Message | None], None] | None = None,
                  on_oversize: Callable[[int], None] | None = None, on_end: Callable[[], None] | None = None,
                  trace: Callable[[str, Message], None] | None = None, log: Callable[[str], None] | None = None,
-                 name: str = "peer", thread_name: str | None = None) -> None:
+                 name: str = "peer", thread_name: str | None = None,
+                 max_deferred: int = DEFAULT_MAX_DEFERRED) -> None:
         # readline on a raw stream reads byte by byte: buffer it
         self._reader: IO[bytes] = reader if isinstance(reader, io.BufferedIOBase) else io.BufferedReader(
             reader, 1 << 16)  # type: ignore[type-var]
@@ -147,6 +204,9 @@ class LinePeer(Generic[W]):
         self._slots = threading.BoundedSemaphore(concurrency.limit) if isinstance(
             concurrency, Threads) and concurrency.limit else None
         self._count = 0
+        self._max_deferred = max_deferred
+        self._open: set[Deferred] = set()  # the deferred requests not yet answered
+        self._gone = False  # input ended or our output closed: no deferred reply is written any more
         self._workers: set[_Worker] = set()
         self._leader: _Worker | None = None
         self._stop_watch = threading.Event()
@@ -195,7 +255,9 @@ class LinePeer(Generic[W]):
             return self._changed.wait_for(lambda: (self._done or self._stopped) and not self.in_flight, timeout)
 
     def close_output(self) -> None:
-        """Close our output (the peer sees end of input); a write blocked on a full pipe is not waited for."""
+        """Close our output (the peer sees end of input; every open Deferred is dropped); a write blocked on a
+        full pipe is not waited for."""
+        self._drop_deferred()
         if self._write_lock.acquire(timeout=1.0):
             try:
                 with contextlib.suppress(OSError, ValueError):
@@ -205,10 +267,10 @@ class LinePeer(Generic[W]):
 
     @property
     def in_flight(self) -> int:
-        """Requests read whose answer is not yet written."""
+        """Requests read whose answer is not yet written (deferred ones included)."""
         if self._leaders is not None:
-            return sum(worker.busy for worker in list(self._workers))
-        return self._count
+            return sum(worker.busy for worker in list(self._workers)) + len(self._open)
+        return self._count + len(self._open)
 
     def reading(self) -> bool:
         """Is a thread still reading (or blocked reading) the input?"""
@@ -293,7 +355,9 @@ class LinePeer(Generic[W]):
                 self._on_request(message)
             if self._leaders is not None:
                 reply = self._handle(message)
-                if reply is not None:
+                if isinstance(reply, Deferred):
+                    self._defer(message.get("id"), reply)
+                elif reply is not None:
                     self.send(reply)
             else:
                 self._spawn(message)
@@ -331,7 +395,9 @@ class LinePeer(Generic[W]):
     def _answer(self, message: Message) -> None:
         try:
             reply = self._handle(message)
-            if reply is not None:
+            if isinstance(reply, Deferred):
+                self._defer(message.get("id"), reply)
+            elif reply is not None:
                 self._reply(reply)
         except Exception as exc:
             self._log(f"{self.name}: handling {message['method']} failed: {type(exc).__name__}: {exc}")
@@ -341,6 +407,44 @@ class LinePeer(Generic[W]):
             with self._changed:
                 self._count -= 1
                 self._changed.notify_all()
+
+    # -- deferred replies ----------------------------------------------------------------------
+    def _defer(self, id_: Any, deferred: Deferred) -> None:
+        """A handler returned `deferred` for request `id_`: count it in flight and answer when it is settled."""
+        with self._changed:
+            admitted = not self._gone and len(self._open) < self._max_deferred
+            if admitted:
+                self._open.add(deferred)  # before the handler's own count drops: in_flight never dips to 0
+        if admitted:
+            deferred._bind(lambda result, error: self._settled(deferred, id_, result, error))
+            return
+        outcome = deferred._drop()  # refused: it may have been settled already (then that is the answer)
+        if self._gone:
+            return
+        self._reply(answer(id_, *outcome) if outcome is not None else {
+            "jsonrpc": "2.0", "id": id_,
+            "error": {"code": jsonrpc.INTERNAL_ERROR, "message": "too many deferred requests at once"}})
+
+    def _settled(self, deferred: Deferred, id_: Any, result: Any, error: RpcError | None) -> None:
+        """Write the answer of a settled Deferred (on the settling thread), unless it was dropped meanwhile."""
+        with self._changed:
+            if deferred not in self._open:
+                return
+        try:
+            self._reply(answer(id_, result, error))
+        finally:
+            with self._changed:
+                self._open.discard(deferred)
+                self._changed.notify_all()
+
+    def _drop_deferred(self) -> None:
+        """The connection is gone: every open Deferred is settled unanswered (nothing leaks, nothing is written)."""
+        with self._changed:
+            self._gone = True
+            dropped, self._open = self._open, set()
+            self._changed.notify_all()
+        for deferred in dropped:
+            deferred._drop()
 
     def _read_loop(self) -> None:
         try:
@@ -361,6 +465,7 @@ class LinePeer(Generic[W]):
         with self._changed:
             self._eof = True
         self._stop_watch.set()
+        self._drop_deferred()  # the peer that asked has gone: no deferred answer is written after its end
         try:
             if self._on_end is not None:
                 self._on_end()

@@ -4,15 +4,17 @@ A configuration of the kit's one line peer (line_peer.LinePeer over wire.peer.Js
 handler tables. Both ends of ACP send requests and both number them from 0, so every incoming message
 is routed by "has a method" first (a request or a notification of the peer) and only then by id (a
 response to one of ours). Incoming requests run on their own worker threads (a handler may itself wait
-on a request to the peer), at most `max_handlers` at once; unknown requests are answered -32601, unknown
-notifications go to `fallback` (ignored when none). Notifications run in arrival order on the reader
-thread, so a handler sees every update that preceded its request. Outgoing requests are `Pending`
+on a request to the peer), at most `max_handlers` at once; a handler that returns a `Deferred` frees its
+thread at once and is answered when the Deferred is settled (at most `max_deferred` open; see line_peer);
+unknown requests are answered -32601, unknown notifications go to `fallback` (ignored when none).
+Notifications run in arrival order on the reader thread, so a handler sees every update that preceded
+its request. Outgoing requests are `Pending`
 objects with bounded waits; end of input (or `fail_pending`) fails every one of them. Lines up to
 `max_line` bytes (16 MiB) are accepted, longer ones are reported and dropped. The line policy is
 declared: lenient by default (reading an agent: lines that are not a JSON-RPC object are skipped and
 reported to `log`, up to `max_junk`, then the connection gives up), or strict (serving a client, see
 acp.agent.connection). `on_request` sees each request on the reader thread, in order with the
-notifications; `in_flight` counts the requests read and not yet answered.
+notifications; `in_flight` counts the requests read and not yet answered (deferred ones too).
 
 Rules: transport-neutral (it takes a readable and a writable binary stream and never spawns,
 signals or knows ACP methods); imports only `wire`, `logs` and `line_peer`.
@@ -27,12 +29,20 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import mcp_agent_kit.logs as logs
-from mcp_agent_kit.line_peer import ConnectionClosed, LinePeer, Pending, RequestTimeout, Threads
+from mcp_agent_kit.line_peer import (
+    DEFAULT_MAX_DEFERRED,
+    ConnectionClosed,
+    Deferred,
+    LinePeer,
+    Pending,
+    RequestTimeout,
+    Threads,
+)
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
 from mcp_agent_kit.wire.peer import LENIENT_AGENT, JsonRpcPeer, LinePolicy, answer
 
-__all__ = ["Connection", "ConnectionClosed", "Pending", "RequestTimeout", "RpcError"]
+__all__ = ["Connection", "ConnectionClosed", "Deferred", "Pending", "RequestTimeout", "RpcError"]
 
 MIB = 1 << 20
 DEFAULT_MAX_LINE = 16 * MIB
@@ -79,6 +89,7 @@ class Connection:
         max_line: int = DEFAULT_MAX_LINE,
         max_junk: int = DEFAULT_MAX_JUNK,
         max_handlers: int = DEFAULT_MAX_HANDLERS,
+        max_deferred: int = DEFAULT_MAX_DEFERRED,
         name: str = "peer",
         policy: LinePolicy | None = None,
         on_request: Callable[[str, Any], None] | None = None,
@@ -99,7 +110,8 @@ class Connection:
             reader, writer, peer, handle=self._handle, notify=self._notify, encode=_encode,
             concurrency=Threads(max_handlers), on_bad_line=self._bad_line, on_oversize=self._oversize,
             on_request=(lambda message: on_request(message["method"], message.get("params"))) if on_request else None,
-            on_end=self._finish, trace=trace, log=self._log, name=name, thread_name=f"acp-{name}")
+            on_end=self._finish, trace=trace, log=self._log, name=name, thread_name=f"acp-{name}",
+            max_deferred=max_deferred)
 
     @property
     def trace(self) -> Callable[[str, dict[str, Any]], None] | None:
@@ -188,14 +200,15 @@ class Connection:
             raise ConnectionClosed(f"cannot write to {self.name}: {exc}") from None
 
     # -- incoming ----------------------------------------------------------------------------
-    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A request of the peer (on its own thread) -> our answer."""
+    def _handle(self, message: dict[str, Any]) -> dict[str, Any] | Deferred:
+        """A request of the peer (on its own thread) -> our answer (or the Deferred that will give it)."""
         request_id, method = message["id"], message["method"]
         handler = self.handlers.get(method)
         if handler is None:
             return answer(request_id, error=RpcError(wire.METHOD_NOT_FOUND, f"method not found: {method}"))
         try:
-            return answer(request_id, handler(message.get("params")))
+            result = handler(message.get("params"))
+            return result if isinstance(result, Deferred) else answer(request_id, result)
         except RpcError as exc:
             return answer(request_id, error=exc)
         except Exception as exc:

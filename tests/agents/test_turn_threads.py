@@ -1,5 +1,6 @@
-"""A paused ACP turn holds no thread of its own: only the agent's permission request occupies a handler thread
-of the connection, and the turns' deadlines share one clock thread (turns.engine, turns.clock)."""
+"""A paused ACP turn holds no thread at all: not one of its own, and not one of the connection's request handlers
+either (the agent's permission request is answered through a line_peer Deferred); the turns' deadlines, and the
+answers handed to the agents, share one clock thread (turns.engine, turns.clock)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.agents.test_agents_acp import ECHO
 from tests.net import until
 
 N = 20
-HANDLER = "acp-agent-session/request_permission"  # the connection's handler thread for the agent's question
+HANDLER = "acp-agent-session/request_permission"  # a connection's handler thread for an agent's question
 
 
 class Sink:
@@ -36,12 +37,7 @@ class Sink:
         self.ends.append(end)
 
 
-def _others() -> list[threading.Thread]:
-    """The live threads that are not a permission request's handler."""
-    return [t for t in threading.enumerate() if t.name != HANDLER]
-
-
-def test_paused_turns_hold_no_thread_of_their_own(tmp_path: Path) -> None:
+def test_paused_turns_hold_no_thread(tmp_path: Path) -> None:
     clock = Clock(name="turns-clock-under-test")
     engine = TurnEngine("ask", timeout=120.0, clock=clock)
     with AcpAgent.spawn(sys.executable, [str(ECHO)], env={"ACP_ECHO_AGENT_DIR": str(tmp_path / "acp")},
@@ -49,7 +45,7 @@ def test_paused_turns_hold_no_thread_of_their_own(tmp_path: Path) -> None:
                         timeouts=Timeouts(turn=120, permission=120)) as agent:
         agent.initialize()
         sessions = [agent.new_session(str(tmp_path)) for _ in range(N)]
-        before = {t.ident for t in _others()}
+        before = {t.ident for t in threading.enumerate()}
         sinks = [Sink() for _ in range(N)]
         turns = [engine.turn(lambda s=s: s, f"hello {i}", sink)
                  for i, (s, sink) in enumerate(zip(sessions, sinks, strict=True))]
@@ -57,11 +53,14 @@ def test_paused_turns_hold_no_thread_of_their_own(tmp_path: Path) -> None:
             turn.start()
         until(lambda: all(sink.questions for sink in sinks), "every turn to pause on its permission question")
         assert all(turn.state == "paused" for turn in turns)
+        until(lambda: agent.connection.in_flight == N, "every question to be read (and deferred)")
         # the short-lived start threads are gone once their prompt is sent
         until(lambda: not [t for t in threading.enumerate() if t.name == "acp-turn-start"], "the start threads to end")
-        grown = [t for t in _others() if t.ident not in before]
-        assert [t.name for t in grown] == [clock.name], "a paused turn must not hold a thread of its own"
-        assert sum(t.name == HANDLER for t in threading.enumerate()) == N  # the agent's own requests, one each
+        # the handler threads of the agent's questions ended as soon as their replies were deferred
+        until(lambda: not [t for t in threading.enumerate() if t.name == HANDLER], "the handler threads to end")
+        grown = [t for t in threading.enumerate() if t.ident not in before]
+        assert [t.name for t in grown] == [clock.name], "a paused turn must hold no thread"
+        assert agent.connection.in_flight == N  # the agent's questions, open: counted, unanswered
         assert clock.pending == N  # one deadline per turn, on the one clock thread
 
         for sink in sinks:  # every update the agent sent before asking came first, and in order
@@ -76,6 +75,10 @@ def test_paused_turns_hold_no_thread_of_their_own(tmp_path: Path) -> None:
         assert {sink.ends[0].stop_reason for sink in sinks[: N // 2]} == {"end_turn"}
         assert {sink.ends[0].stop_reason for sink in sinks[N // 2:]} == {"cancelled"}
         assert not engine.busy
+        until(lambda: agent.connection.in_flight == 0, "every question to be answered")
+        decisions = [[e.outcome for e in sink.updates if isinstance(e, ev.PermissionDecision)] for sink in sinks]
+        assert decisions[: N // 2] == [["selected"]] * (N // 2)  # told before the agent got it, so before the end
+        assert all(said in ([], ["cancelled"]) for said in decisions[N // 2:])  # the agent may end first
         until(lambda: clock.pending == 0, "the ended turns' timers to be dropped")
         until(lambda: clock.name not in {t.name for t in threading.enumerate()}, "the idle clock's thread to end")
 

@@ -5,11 +5,11 @@ connects to it; `initialize()` always sends `protocolVersion: 1` and the client 
 configured in `ClientOptions`; `new_session(cwd)` always sends `mcpServers` (`[]` when none).
 Optional methods (`session/load`, `resume`, `list`, `close`, `fork`, `additionalDirectories`) are gated on
 what the agent advertised, never on versions. The agent's own requests are served here:
-`session/request_permission` by the `Policy`, `fs/*` and `terminal/*` confined to the session's
-directories. When the agent dies, the next use of a session respawns it, re-initializes,
-re-authenticates, and tries `session/load` before falling back to `session/new`. Every wait is
-bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.client.files), `process` (the one
-child-process manager) and the acp modules.
+`session/request_permission` by the policy (a LaterPolicy's open question holds no thread), `fs/*` and
+`terminal/*` confined to the session's directories. When the agent dies, the next use of a session
+respawns it, re-initializes, re-authenticates, and tries `session/load` before falling back to
+`session/new`. Every wait is bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through
+acp.client.files), `process` (the one child-process manager) and the acp modules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from mcp_agent_kit.acp.client import events as ev
 from mcp_agent_kit.acp.client import files
 from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed, NotSupported
 from mcp_agent_kit.acp.client.permissions import (
+    AnyPolicy,
     DenyAll,
+    LaterPolicy,
     PermissionOption,
     PermissionRequest,
     Policy,
@@ -36,7 +38,7 @@ from mcp_agent_kit.acp.client.permissions import (
 )
 from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.acp.client.terminals import Terminals
-from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout
+from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, Deferred, RequestTimeout
 from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
@@ -97,12 +99,12 @@ class AcpAgent:
     """One ACP agent process and the client side of its connection (use `AcpAgent.spawn`)."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                 options: ClientOptions | None = None, policy: Policy | None = None,
+                 options: ClientOptions | None = None, policy: AnyPolicy | None = None,
                  timeouts: Timeouts | None = None, log: Callable[[str], None] | None = None,
                  on_notification: Callable[[str, Any], None] | None = None) -> None:
         self.argv, self.env, self.cwd = list(argv), dict(env or {}), cwd
         self.options = options or ClientOptions()
-        self.policy: Policy = policy or DenyAll()
+        self.policy: AnyPolicy = policy or DenyAll()
         self.timeouts = timeouts or Timeouts()
         self._log = log or logs.logger("mcp_agent_kit.acp").warning
         self.on_notification = on_notification
@@ -440,31 +442,63 @@ class AcpAgent:
             raise
         session.deliver(ev.FileWritten(session.id, "file_written", {"path": path}, str(path), None))
 
-    def _permission(self, params: Any) -> dict[str, Any]:
+    def _permission(self, params: Any) -> dict[str, Any] | Deferred:
+        """The agent's question: a LaterPolicy is asked without holding this thread (the answer is written when it
+        replies, on its thread); any other is asked here (see _decide)."""
         session = self._session_of(params)
         tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         tool_id = tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) else None
         merged = {**session.tool_calls.get(tool_id or "", {}), **tool}
         request = PermissionRequest(session.id, tool_id, merged.get("title"), merged.get("kind"), merged,
                                     parse_options(params.get("options")), params)
-        option = self._decide(session, request)
+        policy = self.policy
+        if not isinstance(policy, LaterPolicy):
+            return self._decided(session, request, self._decide(session, request, policy))
+        deferred, once = Deferred(), threading.Lock()
+
+        def reply(option: PermissionOption | None) -> None:
+            if not once.acquire(blocking=False):
+                return  # answered already
+            cancelling = session.cancelling
+            if (cancelling is not None and cancelling.is_set()) or option not in request.options:
+                option = None
+            try:
+                deferred.resolve(self._decided(session, request, option))
+            except Exception as exc:
+                self._log(f"agent: handler for {wire.REQUEST_PERMISSION} failed: {type(exc).__name__}: {exc}")
+                deferred.reject(RpcError(wire.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+
+        cancelling = session.cancelling
+        if cancelling is not None and cancelling.is_set():
+            reply(None)
+            return deferred
+        try:
+            policy.decide_later(request, reply)
+        except Exception as exc:
+            self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
+            reply(None)
+        return deferred
+
+    @staticmethod
+    def _decided(session: Session, request: PermissionRequest, option: PermissionOption | None) -> dict[str, Any]:
+        """Record the decision in the session; the `session/request_permission` result that says it."""
         outcome = wire.OUTCOME_SELECTED if option else wire.OUTCOME_CANCELLED
-        session.deliver(ev.PermissionDecision(session.id, "permission", params, tool_id, outcome,
+        session.deliver(ev.PermissionDecision(session.id, "permission", request.raw, request.tool_call_id, outcome,
                                               option.option_id if option else None, option.kind if option else None))
         return selected(option)
 
-    def _decide(self, session: Session, request: PermissionRequest) -> PermissionOption | None:
-        """The policy's answer, or None (cancelled) once the turn is cancelled or the question times out.
+    def _decide(self, session: Session, request: PermissionRequest, policy: Policy) -> PermissionOption | None:
+        """The blocking policy's answer, or None (cancelled) once the turn is cancelled or the question times out.
 
         An `inline` policy (one that answers at once, or waits on its own bounded signal that a cancel of the
-        turn wakes: the built-in ones, a turn engine) is asked on this request's own handler thread. Any other
+        turn wakes: the built-in ones) is asked on this request's own handler thread. Any other
         may block for good (a terminal prompt): it runs on a helper thread this one stops waiting for when
         the turn is cancelled or the permission timeout passes; either wakes the wait, nothing polls."""
         cancelling = session.cancelling
         if cancelling is not None and cancelling.is_set():
             return None
-        if getattr(self.policy, "inline", False):
-            option = self._ask(request)
+        if getattr(policy, "inline", False):
+            option = self._ask(request, policy)
             cancelling = session.cancelling
             return None if cancelling is not None and cancelling.is_set() else option
         answer: list[PermissionOption | None] = []
@@ -473,7 +507,7 @@ class AcpAgent:
 
         def ask() -> None:
             try:
-                answer.append(self._ask(request))
+                answer.append(self._ask(request, policy))
             finally:
                 done.set()
 
@@ -487,10 +521,10 @@ class AcpAgent:
             return None
         return answer[0] if answer else None
 
-    def _ask(self, request: PermissionRequest) -> PermissionOption | None:
+    def _ask(self, request: PermissionRequest, policy: Policy) -> PermissionOption | None:
         """The policy's choice if it is one of the request's options (None: cancelled; a failing policy too)."""
         try:
-            option = self.policy.decide(request)
+            option = policy.decide(request)
         except Exception as exc:
             self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
             return None

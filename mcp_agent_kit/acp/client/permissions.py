@@ -2,7 +2,8 @@
 
 A policy looks at a `PermissionRequest` (the tool call as the session knows it, merged with the
 request's own `toolCall`, and the agent's options) and returns the option to select, or None for
-the `cancelled` outcome. Options are always found by their `kind` (allow_once, allow_always,
+the `cancelled` outcome: at once (`Policy.decide`), or later through a reply callback (`LaterPolicy`,
+which holds no thread while the question is open). Options are always found by their `kind` (allow_once, allow_always,
 reject_once, reject_always), never by position or id: agents name them freely (Qwen
 `proceed_once`, Claude `allow-once`). Rules: no I/O except through an ask callback; imports only
 `wire`.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_agent_kit.wire import acp as wire
 
@@ -59,6 +60,26 @@ class Policy(Protocol):
     def decide(self, request: PermissionRequest) -> PermissionOption | None:
         """The option to select, or None to answer `cancelled`."""
         ...
+
+
+Reply = Callable[[PermissionOption | None], None]
+"""How a LaterPolicy answers: `reply(option)` (None: cancelled), once, from any thread."""
+
+
+@runtime_checkable
+class LaterPolicy(Protocol):
+    """Answers permission questions without holding a thread: `decide_later` takes the question and returns at
+    once, and the policy calls `reply(option)` once when it is settled. The policy bounds the wait itself and
+    answers a question of a cancelled turn (Session.on_cancel) with None; the client asks it on the request's
+    handler thread and writes the answer when `reply` is called, on the thread that calls it. That thread must
+    hold no lock the session's event listeners take (the decision is delivered to the session on it)."""
+
+    def decide_later(self, request: PermissionRequest, reply: Reply) -> None:
+        """Take the question; call `reply(option)` once it is decided."""
+        ...
+
+
+AnyPolicy = Policy | LaterPolicy
 
 
 class AllowAll:
