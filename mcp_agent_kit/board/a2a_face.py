@@ -8,8 +8,9 @@ Host/Origin gate, tokens or OAuth).
   message's `metadata` may carry `agent`, `priority`, `title`, `blockedBy`, `base`, `hold`. A contextId
   without a taskId is refused (each task is its own context).
 - SendMessage with a taskId: needs_input → the answer (a data part: the schema answer; else the text: an
-  option id, or an option name, any case); review, failed or cancelled → a follow-up prompt (back to
-  queued); done or discarded → UnsupportedOperation (terminal); held, queued, running → UnsupportedOperation
+  option id, or an option name, any case); review → a follow-up prompt (back to queued); done, discarded,
+  failed or cancelled → UnsupportedOperation (terminal to A2A, as its spec says; a failed or cancelled
+  task is still prompted again through MCP or the CLI); held, queued, running → UnsupportedOperation
   (still working). Blocking by default: it returns once the task needs input, is in review or has ended
   (board.wait_task, at most `wait_timeout` s); `returnImmediately` returns at once.
 - CancelTask: a live task → cancelled; review → TaskNotCancelable (its changes await a person: accept or
@@ -88,8 +89,8 @@ class BoardAgent(Agent):
              "description": "A message with the taskId of a task in input-required (a question): the option id "
                             "or name as text, or a data part matching the question's schema"},
             {"id": "follow_up", "name": "Prompt a task again", "tags": ["board"],
-             "description": "A message with the taskId of a task in review, failed or canceled: a follow-up "
-                            "prompt in the same agent session and worktree"},
+             "description": "A message with the taskId of a task in review (input-required with the agent's "
+                            "reply): a follow-up prompt in the same agent session and worktree"},
         ]
 
 
@@ -251,7 +252,7 @@ class BoardFace:
         try:
             if state == NEEDS_INPUT:
                 return dict(self.board.answer_task(task_id, self._answer(task, message))), after
-            if state in (REVIEW, FAILED, CANCELLED):
+            if state == REVIEW:  # failed and cancelled are terminal to A2A: no message continues them there
                 return dict(self.board.prompt_task(task_id, self._text(message))), after
         except BoardError as exc:
             raise _a2a(exc, task_id) from None

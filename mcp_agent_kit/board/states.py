@@ -33,8 +33,9 @@ A2A_STATES maps each board state to an A2A v1.0 TaskState (the A2A face's one ta
     done          TASK_STATE_COMPLETED        accepted
     discarded     TASK_STATE_CANCELED         the person threw the work away (not REJECTED: that is the
                                               agent declining a task)
-    failed        TASK_STATE_FAILED           terminal for A2A (a follow-up prompt through MCP or the
-    cancelled     TASK_STATE_CANCELED         CLI still re-queues it: A2A clients see it start again)
+    failed        TASK_STATE_FAILED           terminal for A2A (a message with the taskId is refused there;
+    cancelled     TASK_STATE_CANCELED         a follow-up through MCP or the CLI re-queues it, and A2A
+                                              clients then see it start again)
 
 Rules: pure data and pure functions; imports only board.errors.
 """

@@ -246,6 +246,9 @@ def test_cancel_and_the_errors(served: Served) -> None:
             await send(client, message("hi", task_id="nope"))
         with pytest.raises(UnsupportedOperationError):
             await send(client, message("more", task_id=done))
+        with pytest.raises(UnsupportedOperationError):  # CANCELED is terminal to A2A: MCP or the CLI prompt it
+            await send(client, message("again", task_id=live))
+        assert board.get_task(live)["state"] == "cancelled"
         streaming = await served.client(streaming=True)
         with pytest.raises(UnsupportedOperationError):
             async for _ in streaming.subscribe(SubscribeToTaskRequest(id=done)):
