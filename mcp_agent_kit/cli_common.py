@@ -211,6 +211,19 @@ def listen_failed(host: str, port: int, exc: BaseException, name: str = PROG) ->
                 "pick another port with --http HOST:PORT (port 0 picks a free one)", FAILED, name)
 
 
+def serving(run: Callable[[], int], host: str, port: int, oauth: object | None) -> int:
+    """Run a server until it stops: an OAuth setting it refused (ValueError, with `oauth` given) or a bind
+    that failed is one line; any other ValueError is a bug and keeps its traceback."""
+    try:
+        return run()
+    except ValueError as exc:
+        if oauth is None:
+            raise
+        return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
+    except (OSError, OverflowError) as exc:
+        return listen_failed(host, port, exc)
+
+
 def guarded(run: Callable[[], int], name: str = PROG) -> int:
     """Run a command; known user mistakes become one stderr line, a closed stdout ends quietly.
 

@@ -36,6 +36,7 @@ from mcp_agent_kit.cli_common import (
     oauth_settings,
     port_number,
     prog,
+    serving,
     store_from_args,
     tokens_from,
 )
@@ -191,12 +192,6 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # e.g. sqlite3.DatabaseError for a path that is not a database
         return fail(f"cannot open the task store {args.store}: {exc}",
                     "give --store sqlite:///FILE, postgresql://... or a sqlite3 file (or none)", USAGE)
-    try:
-        return serve(engine, host, port, tokens=tokens, public_url=args.public_url, max_body=args.max_body,
-                     allowed_hosts=args.allow_host, allowed_origins=args.allow_origin, oauth=oauth)
-    except ValueError as exc:
-        if oauth is None:
-            raise
-        return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
-    except (OSError, OverflowError) as exc:
-        return listen_failed(host, port, exc)
+    return serving(lambda: serve(engine, host, port, tokens=tokens, public_url=args.public_url,
+                                 max_body=args.max_body, allowed_hosts=args.allow_host,
+                                 allowed_origins=args.allow_origin, oauth=oauth), host, port, oauth)

@@ -43,6 +43,7 @@ from mcp_agent_kit.cli_common import (
     oauth_settings,
     port_number,
     prog,
+    serving,
     tokens_from,
 )
 
@@ -252,15 +253,13 @@ def main(argv: list[str]) -> int:
                "allowed_origins": args.allow_origin}
     with interruptible():
         board = _open_board(config, repo, _store(args.store), args.data_dir)
-        try:
+
+        def run() -> int:
             board.start()
             return serve(board, host, port, options, a2a)
-        except ValueError as exc:
-            if oauth is None:
-                raise
-            return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
-        except (OSError, OverflowError) as exc:
-            return listen_failed(host, port, exc)
+
+        try:
+            return serving(run, host, port, oauth)
         finally:
             board.close()
 

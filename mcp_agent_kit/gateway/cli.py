@@ -39,9 +39,9 @@ from mcp_agent_kit.cli_common import (
     check_public_bind,
     fail,
     host_port,
-    listen_failed,
     oauth_settings,
     prog,
+    serving,
     store_from_args,
     tokens_from,
 )
@@ -202,18 +202,14 @@ def main_gateway(argv: list[str]) -> int:
             gateway.server.lifespan(_closing(gateway))
             return gateway.server.serve_stdio()
         host, port = args.http
-        try:
+        def run() -> int:
             check_bindable(host, port)  # before starting the backends: a port in use fails fast
             gateway.start()
             return gateway.server.serve_http(host, port, tokens=tokens, principal_header=args.principal_header,
                                              oauth=oauth, allowed_hosts=args.allow_host,
                                              allowed_origins=args.allow_origin, insecure=args.insecure)
-        except ValueError as exc:
-            if oauth is None:
-                raise
-            return fail(f"OAuth: {exc}", "check --oauth-issuer (and --oauth-jwks-url)")
-        except (OSError, OverflowError) as exc:
-            return listen_failed(host, port, exc)
+
+        return serving(run, host, port, oauth)
     finally:
         gateway.close()
 
