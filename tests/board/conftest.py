@@ -90,3 +90,21 @@ def snapshot(root: Path) -> dict[str, str]:
             "staged": run_git(root, "diff", "--cached"), "unstaged": run_git(root, "diff"),
             "worktrees": run_git(root, "worktree", "list", "--porcelain")}
 
+
+@pytest.fixture
+def board(tmp_path: Path) -> Iterator[Any]:
+    """The FakeBoard (tests/board/fake_board.py) for the surfaces' tests that play its runner's steps."""
+    from tests.board.surfaces import open_board
+
+    opened = open_board(tmp_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def url(board: Any) -> Iterator[str]:
+    """`board`'s MCP endpoint, served in this process."""
+    from tests.board.surfaces import served
+
+    with served(board) as address:
+        yield address

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from mcp_agent_kit.board.mcp_tools import MAX_WAIT_S, TOOLS, TaskTools
 from tests.board.fake_board import FakeBoard
-from tests.board.surfaces import DIFF, PERMISSION, open_board, served
+from tests.board.surfaces import DIFF, PERMISSION
 from tests.net import until
 
 NAMES = ["accept_task", "answer_task", "cancel_task", "create_task", "discard_task", "get_task", "list_tasks",
@@ -22,19 +21,6 @@ NAMES = ["accept_task", "answer_task", "cancel_task", "create_task", "discard_ta
 READ_ONLY = {"list_tasks", "get_task", "task_diff", "task_events"}
 MODES = ["auto", "legacy"]  # the 2026-07-28 era (discover) and the initialize handshake
 Scenario = Callable[[Any], Awaitable[None]]
-
-
-@pytest.fixture
-def board(tmp_path: Path) -> Iterator[FakeBoard]:
-    opened = open_board(tmp_path)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def url(board: FakeBoard) -> Iterator[str]:
-    with served(board) as address:
-        yield address
 
 
 def drive(url: str, mode: str, scenario: Scenario) -> None:

@@ -10,30 +10,16 @@ import pty
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
 from tests.board.fake_board import FakeBoard
-from tests.board.surfaces import DIFF, PERMISSION, open_board, served
+from tests.board.surfaces import DIFF, PERMISSION, served
 from tests.net import free_port, until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def board(tmp_path: Path) -> Iterator[FakeBoard]:
-    opened = open_board(tmp_path)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def url(board: FakeBoard) -> Iterator[str]:
-    with served(board) as address:
-        yield address
 
 
 def env(url: str, **extra: str) -> dict[str, str]:
