@@ -158,7 +158,7 @@ class TaskRunner:
                     self._retire(run)
                     return
                 run.turn = run.engine.turn(lambda: session, str(run.task["prompt"]), _Observer(self, run))
-            self._say(run, {"type": "turn_start", "prompt": run.task["prompt"], "sessionId": session.id,
+            self.say(run, {"type": "turn_start", "prompt": run.task["prompt"], "sessionId": session.id,
                             **({"note": note} if note else {})})
             run.turn.start()
         except (AcpError, BoardError, OSError) as exc:
@@ -224,11 +224,11 @@ class TaskRunner:
         return session, note
 
     # ---- what the turn says (the observer calls these under the run's lock) ----------------------
-    def _say(self, run: BoardRun, entry: dict[str, Any]) -> None:
+    def say(self, run: BoardRun, entry: dict[str, Any]) -> None:
         seq = self.tasks.append(run.task_id, {"kind": entry["type"], **entry})
         self.tell(run.task, seq)
 
-    def _move(self, run: BoardRun, action: str, fields: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    def move(self, run: BoardRun, action: str, fields: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """Move the task; None when it was moved elsewhere meanwhile (cancelled on another replica, say)."""
         try:
             run.task = self.tasks.move(run.task_id, action, fields).task
@@ -243,28 +243,28 @@ class TaskRunner:
                 return
             question = question_of(request)
             run.question = request
-            self._say(run, {"type": "question", "question": question})
-            self._move(run, "ask", {"question": question})
+            self.say(run, {"type": "question", "question": question})
+            self.move(run, "ask", {"question": question})
 
     def ended(self, run: BoardRun, end: TurnOutcome) -> None:
         with run.lock:
             run.question = None
             if not self._closed:
-                self._say(run, {"type": "turn_end", "stopReason": end.stop_reason,
+                self.say(run, {"type": "turn_end", "stopReason": end.stop_reason,
                                 **({"error": end.error} if end.error else {})})
             if not run.stopped:
                 why = STOP_FAILS.get(end.stop_reason or "") if end.stop_reason else f"the agent failed: {end.error}"
                 if why is None:
-                    self._move(run, "finish", {"result": _tail(end.text)})
+                    self.move(run, "finish", {"result": _tail(end.text)})
                 else:
-                    self._move(run, "fail", {"error": _tail(why), "result": _tail(end.text) or None})
+                    self.move(run, "fail", {"error": _tail(why), "result": _tail(end.text) or None})
             self._retire(run)
 
     def _fail(self, run: BoardRun, why: str) -> None:
         with run.lock:
             if not run.stopped:
-                self._say(run, {"type": "error", "text": _tail(why)})
-                self._move(run, "fail", {"error": _tail(why)})
+                self.say(run, {"type": "error", "text": _tail(why)})
+                self.move(run, "fail", {"error": _tail(why)})
             self._retire(run)
 
     def _retire(self, run: BoardRun) -> None:
@@ -340,7 +340,7 @@ class TaskRunner:
             if not turn.answer(option):
                 raise TaskConflict(f"task {task_id}'s question was settled meanwhile: read the task again")
             run.question = None
-            moved = self._move(run, "answer")
+            moved = self.move(run, "answer")
             return moved if moved is not None else self.tasks.get(task_id)
 
     def cancel(self, task_id: str) -> dict[str, Any] | None:
@@ -407,7 +407,7 @@ class _Observer:
             return
         with self.run.lock:
             if not self.runner._closed:
-                self.runner._say(self.run, entry)
+                self.runner.say(self.run, entry)
 
     def paused(self, question: PermissionRequest) -> None:
         self.runner.paused(self.run, question)

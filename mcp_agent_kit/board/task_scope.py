@@ -236,7 +236,7 @@ class TaskScope:
         with run.lock:
             if run.stopped or self._grant_of(run) is None:  # revoked since the token was checked
                 raise TaskConflict(f"task {run.task_id}'s turn has ended")
-            self.runner._say(run, {"type": "progress", "text": line})
+            self.runner.say(run, {"type": "progress", "text": line})
             run.task = self.runner.tasks.update(run.task_id, {"progress": line})
         return {"progress": line}
 
@@ -257,7 +257,7 @@ class TaskScope:
         with self._lock:
             grant.subtasks += 1
         with run.lock:
-            self.runner._say(run, {"type": "progress", "subtask": created["id"],
+            self.runner.say(run, {"type": "progress", "subtask": created["id"],
                                    "text": f"created subtask {created['id']}: {created['title']}"
                                            + (" (blocked by this task)" if blocked else "")})
         return dict(created)
@@ -270,14 +270,14 @@ class TaskScope:
                 raise TaskConflict(f"task {run.task_id}'s turn has ended")
             if grant.asked is not None:
                 raise TaskConflict(f"task {run.task_id} already waits for an answer to a question")
-            if self.runner._move(run, "ask", {"question": asked.question}) is None:
+            if self.runner.move(run, "ask", {"question": asked.question}) is None:
                 state = self.runner.tasks.get(run.task_id)["state"]
                 raise TaskConflict(f"task {run.task_id} cannot ask now: it is {state} (a question of the agent's may "
                                    "be waiting already)")
             grant.asked = asked
             if self._grant_of(run) is not grant:  # revoked meanwhile (the board closing): no answer will come
                 asked.settle(error="the task's turn ended")
-            self.runner._say(run, {"type": "question", "question": asked.question})
+            self.runner.say(run, {"type": "question", "question": asked.question})
 
     def wait(self, run: Run, asked: AskedQuestion) -> Any:
         """The answer (the task is running again by then); TaskConflict when none came in time or the turn ended."""
@@ -288,9 +288,9 @@ class TaskScope:
                 mine = grant is not None and grant.asked is asked
                 if grant is not None and mine:
                     grant.asked = None
-                    self.runner._say(run, {"type": "error", "text": f"no answer within {limit:g} s: the agent "
+                    self.runner.say(run, {"type": "error", "text": f"no answer within {limit:g} s: the agent "
                                                                     "goes on without one"})
-                    self.runner._move(run, "answer")
+                    self.runner.move(run, "answer")
                     asked.settle(error=f"no answer came within {limit:g} s")
             asked.done.wait(limit)  # settled meanwhile by an answer or a revoke: take that
         if asked.error is not None:
@@ -312,8 +312,8 @@ class TaskScope:
                 raise TaskConflict(f"task {task_id}'s question was settled meanwhile: read the task again")
             value = asked.check(answer)
             grant.asked = None
-            self.runner._say(run, {"type": "answer", "answer": value})
-            moved = self.runner._move(run, "answer")
+            self.runner.say(run, {"type": "answer", "answer": value})
+            moved = self.runner.move(run, "answer")
             asked.settle(value)
         return dict(moved if moved is not None else self.runner.tasks.get(task_id))
 
