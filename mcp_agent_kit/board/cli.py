@@ -10,7 +10,8 @@ The A2A face (board.a2a_face: every board task an A2A task) shares the MCP endpo
 /a2a, HTTP+JSON at /a2a/rest, each face with its own gate (the same tokens, OAuth issuer and Host/Origin
 allowlists as /mcp; an OAuth token's audience is the face's URL: HOST:PORT/mcp or HOST:PORT, whose RFC 9728
 metadata are /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource). `--a2a-port
-PORT` serves it on its own port instead (a2a.http.A2AServer; 0 picks one), `--no-a2a` not at all.
+PORT` serves it on its own port instead (a2a.http.A2AServer; 0 picks one), `--no-a2a` not at all. The web
+board (board.web_app: the page at /, sign-in at /login with the same tokens) shares the socket too.
 SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
 tasks keep their state). Mistakes are one stderr line naming the fix: usage and config errors exit
 2, a port that cannot be bound 1.
@@ -283,6 +284,9 @@ def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | 
     def build() -> Serving:
         http, tools = make_board_http(board, host, port, **options)
         try:
+            from mcp_agent_kit.board.web_app import mount_web
+
+            mount_web(http, board.store)  # the web board: /, /login, /logout, /static/..., /api/session
             face = a2a_face(board, http, host, a2a, options)
         except BaseException:
             tools.close()

@@ -80,6 +80,9 @@ def test_wheel_ships_templates_and_no_top_level_tools_or_a2a(installed: tuple[Pa
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=project
     ).stdout.strip()
     assert (Path(site) / "mcp_agent_kit" / "templates" / "project" / "validate.py").is_file()
+    web = ROOT / "mcp_agent_kit" / "board" / "web"  # the web board's page, every file of it
+    assert {p.name for p in (Path(site) / "mcp_agent_kit" / "board" / "web").iterdir()} == {
+        p.name for p in web.iterdir()}
     top_level = {p.name for p in Path(site).iterdir()}
     assert "tools" not in top_level and "a2a" not in top_level and "tests" not in top_level
 
