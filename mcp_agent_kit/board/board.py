@@ -196,9 +196,23 @@ class Board:
     # ---- tasks ------------------------------------------------------------------------------------
     def create_task(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                     priority: str = "normal", blocked_by: Sequence[str] = (), base: str | None = None,
-                    hold: bool = False) -> dict[str, Any]:
+                    hold: bool = False, owner: str | None = None, metadata: Mapping[str, Any] | None = None,
+                    task_id: str | None = None) -> dict[str, Any]:
+        """A new task. owner: the principal creating it (None without authentication); metadata: the
+        caller's JSON object; task_id: an id the caller chose (TaskExists when it is taken)."""
         return self.tasks.create(prompt, title=title, agent=agent, priority=priority, blocked_by=blocked_by,
-                                 base=base, hold=hold)
+                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id)
+
+    def set_priority(self, task_id: str, priority: str) -> dict[str, Any]:
+        """Change the task's priority (it orders the queue: board.queue)."""
+        return self.tasks.update(task_id, {"priority": priority})
+
+    def status(self) -> dict[str, Any]:
+        """{"running": the scheduler runs, "max_concurrent", "agents": [{"id", "ready", "why"}]} as now."""
+        agents = [{"id": agent_id, "ready": ready, "why": why or None}
+                  for agent_id, (ready, why) in ((a, self.runner.ready(a)) for a in self.config.agents)]
+        return {"running": self._started and not self._closed, "max_concurrent": self.config.max_concurrent,
+                "agents": agents}
 
     def release_task(self, task_id: str) -> dict[str, Any]:
         return self.tasks.move(task_id, "release").task

@@ -11,7 +11,9 @@ The A2A face (board.a2a_face: every board task an A2A task) shares the MCP endpo
 allowlists as /mcp; an OAuth token's audience is the face's URL: HOST:PORT/mcp or HOST:PORT, whose RFC 9728
 metadata are /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource). `--a2a-port
 PORT` serves it on its own port instead (a2a.http.A2AServer; 0 picks one), `--no-a2a` not at all. The web
-board (board.web_app: the page at /, sign-in at /login with the same tokens) shares the socket too.
+board (board.web_app: the page at /, sign-in at /login with the same tokens) and the live API (board.live_http:
+the WebSocket envelope at /ws, SSE at /events) share the socket too, behind the same gate (the same tokens,
+OAuth issuer and Host/Origin allowlists); the page's session cookie signs in to /ws as well.
 SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
 tasks keep their state). Mistakes are one stderr line naming the fix: usage and config errors exit
 2, a port that cannot be bound 1.
@@ -156,8 +158,8 @@ class Serving:
     """The MCP endpoint and the A2A face as one Servable for httpd.lifecycle: closing ends the long-polls
     and the A2A streams first, so no request worker keeps the drain waiting."""
 
-    def __init__(self, http: Any, tools: Any, a2a: A2AFace | None) -> None:
-        self.http, self.tools, self.a2a = http, tools, a2a
+    def __init__(self, http: Any, tools: Any, a2a: A2AFace | None, live: Any = None) -> None:
+        self.http, self.tools, self.a2a, self.live = http, tools, a2a, live
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         if self.a2a is not None and self.a2a.server is not None:
@@ -171,6 +173,8 @@ class Serving:
 
     def server_close(self) -> None:
         self.tools.close()
+        if self.live is not None:
+            self.live.close()  # its SSE streams end before the server drains its stream threads
         if self.a2a is not None:
             self.a2a.server_close()
         self.http.server_close()
@@ -276,7 +280,7 @@ def _listen_failed(flag: str, host: str, port: int, exc: BaseException) -> int:
 def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | str | None = SAME_PORT) -> int:
     """Serve the board's faces until SIGTERM or Ctrl-C (httpd.lifecycle); 0. `a2a`: where the A2A agent
     is served (a2a_face). The first stderr line names the MCP URL (with the port bound, when 0 was asked),
-    the next the A2A agent's."""
+    the next the A2A agent's, the last the live API's."""
     import sys
 
     from mcp_agent_kit.httpd.lifecycle import run_until_stopped
@@ -284,19 +288,23 @@ def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | 
     def build() -> Serving:
         http, tools = make_board_http(board, host, port, **options)
         try:
+            from mcp_agent_kit.board.live_http import mount_live
             from mcp_agent_kit.board.web_app import mount_web
 
-            mount_web(http, board.store)  # the web board: /, /login, /logout, /static/..., /api/session
+            web = mount_web(http, board.store)  # the web board: /, /login, /logout, /static/..., /api/session
+            live = mount_live(board, http, cookie=web.signed)
             face = a2a_face(board, http, host, a2a, options)
         except BaseException:
             tools.close()
             http.server_close()
             raise
-        return Serving(http, tools, face)
+        return Serving(http, tools, face, live)
 
     def ready(serving: Serving) -> None:
         print(f"board: serving MCP at {serving.http.url}", file=sys.stderr, flush=True)
         if serving.a2a is not None:
             print(f"board: serving A2A at {serving.a2a.url}", file=sys.stderr, flush=True)
+        base = serving.http.url.rsplit("/", 1)[0]
+        print(f"board: live API at {base}/ws (WebSocket) and {base}/events (SSE)", file=sys.stderr, flush=True)
 
     return run_until_stopped(build, ready)

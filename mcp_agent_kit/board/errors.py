@@ -30,6 +30,10 @@ class TaskConflict(BoardError):
     """The task changed meanwhile (another replica or request moved it first): read it again."""
 
 
+class TaskExists(TaskConflict, TaskInvalid):
+    """A task with the id a caller chose exists already (a conflict first, and an invalid input too)."""
+
+
 class TransitionRefused(BoardError):
     """An action the task's state does not allow; `allowed` lists the actions it does."""
 

@@ -1,7 +1,9 @@
 """board.task_fields: the board task object — its fields, their bounds, and the checks on every input.
 
-A task is a plain JSON object with exactly FIELDS (always all present; None where unset), the names
-surfaces show (`blockedBy`, `sessionId`, `createdAt`, ...). Times are ISO 8601 UTC with milliseconds
+A task is a plain JSON object with exactly FIELDS (always all present; None where unset, but `metadata`,
+an object, {} where unset), the names surfaces show (`blockedBy`, `sessionId`, `createdAt`, ...). `owner`
+is the principal that created the task (None without authentication); `metadata` is the caller's own
+JSON object (at most METADATA_MAX bytes as JSON), kept and returned as given. Times are ISO 8601 UTC with milliseconds
 and a `Z`. `checked(fields)` validates what a caller may change after creation (UPDATABLE: a table of
 field -> check), raising TaskInvalid with one line naming the field and the rule. Rules: pure; no store,
 no state machine (board.states owns `state`).
@@ -10,6 +12,7 @@ no state machine (board.states owns `state`).
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -19,12 +22,13 @@ from mcp_agent_kit.board.errors import TaskInvalid
 
 FIELDS = ("id", "title", "prompt", "agent", "priority", "state", "waiting", "blockedBy", "branch", "base",
           "workspace", "question", "result", "error", "sessionId", "createdAt", "startedAt", "endedAt",
-          "progress")  # progress: the status line the task's agent last reported (report_progress), None before
+          "progress",  # progress: the status line the task's agent last reported (report_progress), None before
+          "owner", "metadata")
 PRIORITIES = ("urgent", "high", "normal", "low")  # most urgent first
 DEFAULT_PRIORITY = "normal"
 QUESTION_KINDS = ("permission", "question")
 
-ID_MAX = 40  # board.workspaces names worktrees and branches after it
+ID_MAX = 64  # board.workspaces names worktrees and branches after it (a hash for a long or dotted one)
 TITLE_MAX = 200
 TITLE_FROM_PROMPT = 80  # a title derived from the prompt's first line is cut here
 PROMPT_MAX = 100_000
@@ -33,9 +37,11 @@ REF_MAX = 250  # a git ref (base, branch)
 PATH_MAX = 4096
 TEXT_MAX = 200_000  # result, error, waiting, a question's message
 PROGRESS_MAX = 1000  # a status line (report_progress)
+OWNER_MAX = 256  # a principal
+METADATA_MAX = 16 * 1024  # the metadata object as compact JSON, in UTF-8 bytes
 BLOCKERS_MAX = 50
 OPTIONS_MAX = 50
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _BAD_REF = re.compile(r"[\x00-\x20\x7f]|^-")  # git itself checks the rest when it resolves the ref
 
 
@@ -74,7 +80,7 @@ def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 def check_id(name: str, value: Any) -> str:
     text = _text(name, value, ID_MAX, empty=False)
     if not _ID.fullmatch(text):
-        raise TaskInvalid(f"{name} {text!r} may hold only letters, digits, '-' and '_' (a letter or digit first)")
+        raise TaskInvalid(f"{name} {text!r} may hold only letters, digits, '.', '-' and '_' (a letter or digit first)")
     return text
 
 
@@ -123,6 +129,24 @@ def check_session(name: str, value: Any) -> str:
     return _text(name, value, REF_MAX, empty=False)
 
 
+def check_owner(name: str, value: Any) -> str:
+    return _text(name, value, OWNER_MAX, empty=False)
+
+
+def check_metadata(name: str, value: Any) -> dict[str, Any]:
+    """A JSON object of at most METADATA_MAX bytes (compact JSON, UTF-8); a copy of it."""
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise TaskInvalid(f"{name} must be a JSON object (text keys)")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise TaskInvalid(f"{name} must hold only JSON values ({exc})") from None
+    if len(encoded) > METADATA_MAX:
+        raise TaskInvalid(f"{name} is {len(encoded)} bytes as JSON; at most {METADATA_MAX} are allowed")
+    copied: dict[str, Any] = json.loads(encoded)
+    return copied
+
+
 def check_question(name: str, value: Any) -> dict[str, Any]:
     """`{"kind": "permission"|"question", "message", "options": [{"id", "name", "kind"}] | "schema": {...}}`."""
     if not isinstance(value, Mapping):
@@ -167,6 +191,7 @@ UPDATABLE: Mapping[str, Callable[[str, Any], Any]] = {
     "error": _optional(check_long_text),
     "sessionId": _optional(check_session),
     "progress": _optional(check_progress),
+    "metadata": check_metadata,
 }
 
 
@@ -196,9 +221,19 @@ def check_blockers(value: Any) -> list[str]:
 
 
 def new_task(task_id: str, prompt: str, title: str, agent: str, priority: str, state: str, blockers: list[str],
-             base: str | None, created: float) -> dict[str, Any]:
+             base: str | None, created: float, owner: str | None = None,
+             metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """A task object with every field, as created."""
     task: dict[str, Any] = dict.fromkeys(FIELDS)
     task.update(id=task_id, title=title, prompt=prompt, agent=agent, priority=priority, state=state,
-                blockedBy=blockers, base=base, createdAt=iso(created))
+                blockedBy=blockers, base=base, createdAt=iso(created), owner=owner, metadata=metadata or {})
+    return task
+
+
+def completed(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored task object with the fields added since it was written (owner None, metadata {})."""
+    task = dict(body)
+    if "metadata" not in task or "owner" not in task:
+        task.setdefault("owner", None)
+        task.setdefault("metadata", {})
     return task

@@ -40,7 +40,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from mcp_agent_kit.board import task_fields as tf
-from mcp_agent_kit.board.errors import TaskConflict, TaskInvalid, TaskNotFound
+from mcp_agent_kit.board.errors import TaskConflict, TaskExists, TaskInvalid, TaskNotFound
 from mcp_agent_kit.board.states import ACTIVE, HELD, QUEUED, STATES, semantic_event, transition
 from mcp_agent_kit.store.base import Record, Store
 from mcp_agent_kit.store.leases import LAPSED, LeaseKeeper
@@ -121,9 +121,11 @@ class BoardTasks:
     # ---- creating and reading ----------------------------------------------------------------------
     def create(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                priority: str | None = None, blocked_by: Iterable[str] | None = None, base: str | None = None,
-               hold: bool = False, task_id: str | None = None) -> dict[str, Any]:
+               hold: bool = False, task_id: str | None = None, owner: str | None = None,
+               metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """A new task, `queued` (or `held` with hold=True); TaskInvalid names a bad input (a blocker must
-        exist, an id be new)."""
+        exist; an id taken already is TaskExists). `owner`: the principal creating it; `metadata`: the
+        caller's JSON object (board.task_fields)."""
         prompt = tf.check_prompt("prompt", prompt)
         title = tf.derive_title(prompt) if title is None or not str(title).strip() else tf.check_title("title", title)
         agent = self._agent(agent)
@@ -131,6 +133,8 @@ class BoardTasks:
         blockers = tf.check_blockers(blocked_by)
         base = None if base is None else tf.check_ref("base", base)
         given = None if task_id is None else tf.check_id("id", task_id)
+        owner = None if owner is None else tf.check_owner("owner", owner)
+        extra = {} if metadata is None else tf.check_metadata("metadata", metadata)
         if given is not None and given in blockers:
             raise TaskInvalid(f"task {given} cannot be blocked by itself")
         self._check_blockers(given, blockers)
@@ -138,12 +142,12 @@ class BoardTasks:
         for _ in range(CAS_TRIES):
             new_id = given or uuid.uuid4().hex[:10]
             task = tf.new_task(new_id, prompt, title, agent, priority, HELD if hold else QUEUED, blockers, base,
-                               created)
+                               created, owner, extra)
             if self.store.insert(self._record(task, order=self._order())):
                 self.store.notify(CHANNEL, new_id)
                 return task
             if given is not None:
-                raise TaskInvalid(f"a task {given!r} exists already: choose another id")
+                raise TaskExists(f"a task {given!r} exists already: choose another id")
         raise TaskConflict("could not find a free task id")  # pragma: no cover (2**40 ids)
 
     def _agent(self, agent: str | None) -> str:
@@ -179,7 +183,7 @@ class BoardTasks:
     def find(self, task_id: str) -> dict[str, Any] | None:
         """The task, or None."""
         record = self.store.get(KIND, task_id) if isinstance(task_id, str) else None
-        return None if record is None else dict(record.body)
+        return None if record is None else tf.completed(record.body)
 
     def get(self, task_id: str) -> dict[str, Any]:
         """The task; TaskNotFound when there is none."""
@@ -188,7 +192,7 @@ class BoardTasks:
     def read(self, task_id: str) -> tuple[dict[str, Any], int]:
         """The task and its version (for `move(..., version=)` / `update(..., version=)`)."""
         record = self._stored(task_id)
-        return dict(record.body), record.version
+        return tf.completed(record.body), record.version
 
     def list(self, state: str | Iterable[str] | None = None, agent: str | None = None) -> list[dict[str, Any]]:
         """The tasks in creation order (stable), filtered by state(s) and agent."""
@@ -197,7 +201,7 @@ class BoardTasks:
             if name not in STATES:
                 raise TaskInvalid(f"unknown state {name!r}: use one of {', '.join(STATES)}")
         page = self.store.query(KIND, group=agent, states=states, limit=_ALL)
-        return [dict(record.body) for record in page.records]
+        return [tf.completed(record.body) for record in page.records]
 
     # ---- changing ------------------------------------------------------------------------------------
     def move(self, task_id: str, action: str, fields: Mapping[str, Any] | None = None, *,
@@ -245,7 +249,7 @@ class BoardTasks:
             "type": "state", "action": action, "from": old.state, "state": state, "event": event,
             "version": new.version, "time": tf.iso(self.clock())})
         self.store.notify(CHANNEL, task_id)
-        return Moved(dict(new.body), old.state, event)
+        return Moved(tf.completed(new.body), old.state, event)
 
     def update(self, task_id: str, fields: Mapping[str, Any], *, version: int | None = None) -> dict[str, Any]:
         """Set fields other than the state (board.task_fields.UPDATABLE); nothing is written when nothing
@@ -257,10 +261,10 @@ class BoardTasks:
                 raise self._conflict(task_id, version, record.version)
             body = {**record.body, **changes}
             if body == record.body:
-                return dict(body)
+                return tf.completed(body)
             if self.store.update(record._replace(body=body), expect_version=record.version) is not None:
                 self.store.notify(CHANNEL, task_id)
-                return dict(body)
+                return tf.completed(body)
             if version is not None:
                 raise self._conflict(task_id, version, None)
         raise TaskConflict(f"task {task_id} keeps changing on other replicas; try again")

@@ -26,11 +26,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from mcp_agent_kit.board.live_http import Signed
 from mcp_agent_kit.board.web_auth import WebAuth, WebSession
 from mcp_agent_kit.httpd.handler import Handler
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.httpd.engine import App, Server
+    from mcp_agent_kit.httpd.engine import App, Request, Server
     from mcp_agent_kit.httpd.gate import Policy
     from mcp_agent_kit.store.base import Store
 
@@ -81,6 +82,11 @@ class WebApp:
 
     def mount(self, server: Server) -> None:
         server.mount(self.app(), paths=PATHS, trees=(STATIC,))
+
+    def signed(self, request: Request) -> Signed | None:
+        """The page's sign-in a request carries (its session cookie), for /ws: who, and its CSRF check."""
+        session = self.auth.from_headers(request.headers)
+        return None if session is None else Signed(session.principal, self.auth.csrf_check(session))
 
 
 def mount_web(server: Any, store: Store, *, secure: bool = False) -> WebApp:

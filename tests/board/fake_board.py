@@ -24,9 +24,11 @@ EMPTY_DIFF: dict[str, Any] = {"files": [], "patch": ""}
 
 class FakeBoard:
     def __init__(self, config: Any = None, repo: str | Path = ".", *, store: Any = None,
-                 data_dir: str | Path | None = None, replica: str | None = None) -> None:
-        self.tasks = BoardTasks(store or MemoryStore(), replica=replica, agents=("echo", "other"),
-                                default_agent="echo")
+                 data_dir: str | Path | None = None, replica: str | None = None,
+                 agents: Sequence[str] = ("echo", "other")) -> None:
+        self.tasks = BoardTasks(store or MemoryStore(), replica=replica, agents=agents, default_agent=agents[0])
+        self.agents = tuple(agents)
+        self.max_concurrent = 4
         self.diffs: dict[str, dict[str, Any]] = {}
         self.accepted: dict[str, bool] = {}  # task id -> merge
         self.started = self.closed = False
@@ -44,10 +46,18 @@ class FakeBoard:
     # ---- the facade ----------------------------------------------------------------------------------
     def create_task(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                     priority: str = "normal", blocked_by: Sequence[str] = (), base: str | None = None,
-                    hold: bool = False) -> dict[str, Any]:
+                    hold: bool = False, owner: str | None = None, metadata: dict[str, Any] | None = None,
+                    task_id: str | None = None) -> dict[str, Any]:
         task = self.tasks.create(prompt, title=title, agent=agent, priority=priority, blocked_by=blocked_by,
-                                 base=base, hold=hold)
+                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id)
         return self._told(task)
+
+    def set_priority(self, task_id: str, priority: str) -> dict[str, Any]:
+        return self._told(self.tasks.update(task_id, {"priority": priority}))
+
+    def status(self) -> dict[str, Any]:
+        return {"running": self.started and not self.closed, "max_concurrent": self.max_concurrent,
+                "agents": [{"id": agent, "ready": True, "why": None} for agent in self.agents]}
 
     def release_task(self, task_id: str) -> dict[str, Any]:
         return self._move(task_id, "release")
@@ -114,6 +124,10 @@ class FakeBoard:
 
     def say(self, task_id: str, text: str) -> None:
         self._append(task_id, {"type": "message", "text": text})
+
+    def note(self, task_id: str, event: dict[str, Any]) -> None:
+        """Any transcript event (progress, error, plan, ...), as the runner would append it."""
+        self._append(task_id, event)
 
     def ask(self, task_id: str, question: dict[str, Any]) -> dict[str, Any]:
         self._append(task_id, {"type": "question", "question": question})

@@ -91,7 +91,7 @@ def test_titles_come_from_the_prompt_and_are_bounded() -> None:
     ({"prompt": "go", "base": "main dev"}, "is not a git revision"),
     ({"prompt": "go", "base": "--upload-pack=x"}, "is not a git revision"),
     ({"prompt": "go", "task_id": "../etc"}, "may hold only letters"),
-    ({"prompt": "go", "task_id": "x" * 41}, "at most 40"),
+    ({"prompt": "go", "task_id": "x" * 65}, "at most 64"),
     ({"prompt": "go", "task_id": "me", "blocked_by": ["me"]}, "cannot be blocked by itself"),
     ({"prompt": 42}, "prompt must be text, not int"),
 ])
