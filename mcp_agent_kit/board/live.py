@@ -14,7 +14,7 @@ is `not_found`, the same answer as an id that does not exist.
 
 Subscriptions: `task.subscribe {task_id, after}` answers, then sends every event of the task's log after
 `after` and then each new one, exactly once and in order (board.live_events.Cursor); `board.subscribe`
-sends `task.updated {task, seq}` on every change of a task the session sees. A session holds at most one
+sends `task.updated {task, seq}` when a task the session sees changes (not for each appended event). A session holds at most one
 board listener (added by its first subscription, removed by `close`). `LiveSocket` is the WebSocket face:
 the WsHandler (opened/received/closed) that httpd.ws_server's hub drives for one `/ws` connection.
 Rules: no I/O (the send callable does it) and no HTTP; only the Board facade's public methods.
@@ -140,6 +140,7 @@ class LiveSession:
         self._board_lock = threading.RLock()  # board.subscribe's response goes out before its first update
         self._cursors: dict[str, Cursor] = {}
         self._watch_board = False
+        self._told: dict[Any, dict[str, Any]] = {}  # board.subscribe: each task as last sent
         self._remove: Callable[[], None] | None = None
         self._closed = False
 
@@ -256,8 +257,9 @@ class LiveSession:
         if cursor is not None:
             cursor.catch_up(change.get("seq"))
         if self._watch_board and self.owns(task):
-            with self._board_lock:
-                if self._watch_board:
+            with self._board_lock:  # an appended event leaves the task as it was: nothing to tell (linear cost)
+                if self._watch_board and self._told.get(task.get("id")) != task:
+                    self._told[task.get("id")] = task
                     self.notify("task.updated", {"task": task, "seq": change.get("seq")})
 
     def subscribe_task(self, call: Call) -> None:

@@ -215,14 +215,17 @@ def test_concurrent_events_and_subscribers_get_every_event_once_in_order(board: 
     assert len(board._listeners["task"]) == 1
 
 
-def test_board_subscribe_lists_then_tells_every_change(board: FakeBoard) -> None:
+def test_board_subscribe_lists_then_tells_each_change_of_a_task_once(board: FakeBoard) -> None:
     client = Client(board)
     client.ok("task.create", id="t", description="go")
     answer = client.ok("board.subscribe")
     assert answer["success"] is True and [t["id"] for t in answer["tasks"]] == ["t"]
-    board.start_task("t")
+    board.start_task("t")  # a move (seq 1), then the turn's first event (seq 2): the task is as it was
     updates = [m["payload"] for m in client.sent if m["action"] == "task.updated"]
-    assert updates[-1]["task"]["state"] == "running" and updates[-1]["seq"] == 2
+    assert [(u["task"]["state"], u["seq"]) for u in updates] == [("running", 1)]
+    for word in ("many", "chunks"):
+        board.say("t", word)  # the transcript grows; the task object does not change: no update re-sent
+    assert len([m for m in client.sent if m["action"] == "task.updated"]) == 1
 
 
 class FakeConnection:
