@@ -8,7 +8,10 @@ a superset of the official MCP SDK's get_default_environment()) plus the variabl
 thread into a bounded ring (the newest bytes win), handed to an optional callback chunk by chunk,
 and quoted in error messages. `stop()` escalates: close stdin, wait, SIGTERM the whole group, wait,
 SIGKILL the whole group, so a child that forked or re-executed itself (and keeps the pipes open)
-goes too. Rules: knows no protocol (no JSON-RPC, MCP or ACP); POSIX process groups
+goes too. `lasting=True` forks the child on a thread that lives as long as this process (`in_lasting_thread`):
+a child that asks the kernel for a death signal when its parent goes (PR_SET_PDEATHSIG: bwrap's
+--die-with-parent) gets it when the thread that forked it ends, so it must not be forked by a request's
+short-lived thread. Rules: knows no protocol (no JSON-RPC, MCP or ACP); POSIX process groups
 (start_new_session); imports nothing of ours.
 """
 
@@ -16,13 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import subprocess
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
+from concurrent.futures import Future
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
 
 PASSED_THROUGH = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
                   "SYSTEMROOT")
@@ -61,6 +68,35 @@ def minimal_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
     return env
 
 
+_lasting: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] | None = None
+_lasting_lock = threading.Lock()
+
+
+def _serve_lasting(jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]]) -> None:
+    while True:
+        job, done = jobs.get()
+        try:
+            done.set_result(job())
+        except BaseException as exc:  # handed to the caller, which raises it
+            done.set_exception(exc)
+
+
+def in_lasting_thread(job: Callable[[], T]) -> T:
+    """`job()` run on the main thread or on one daemon thread that lives as long as the process (started on
+    first use); its result, or its exception raised here."""
+    global _lasting
+    if threading.current_thread() is threading.main_thread():
+        return job()
+    with _lasting_lock:
+        if _lasting is None:
+            _lasting = queue.SimpleQueue()
+            threading.Thread(target=_serve_lasting, args=(_lasting,), name="process-spawner", daemon=True).start()
+        jobs = _lasting
+    done: Future[T] = Future()
+    jobs.put((job, done))
+    return done.result()
+
+
 def _live_member(pgid: int) -> bool:
     """Whether /proc lists a non-zombie process in group `pgid` (True when /proc cannot tell)."""
     try:
@@ -89,16 +125,18 @@ class PeerProcess:
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                  stderr_limit: int = STDERR_RING, anchor: bool = True,
-                 on_stderr: Callable[[bytes], None] | None = None, label: str = "peer") -> None:
+                 on_stderr: Callable[[bytes], None] | None = None, label: str = "peer", lasting: bool = False) -> None:
         if not argv:
             raise SpawnError("", "no command given")
         self.argv = list(argv)
         if anchor and os.sep in self.argv[0] and not os.path.isabs(self.argv[0]):
             self.argv[0] = os.path.abspath(self.argv[0])
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=minimal_environment(env), cwd=cwd, start_new_session=True)
+
         try:
-            self.popen = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, env=minimal_environment(env), cwd=cwd,
-                                          start_new_session=True)
+            self.popen = in_lasting_thread(start) if lasting else start()
         except (OSError, ValueError) as exc:
             raise SpawnError(self.argv[0], str(getattr(exc, "strerror", None) or exc)) from None
         self.pgid = self.popen.pid  # start_new_session: the child leads its own group

@@ -39,6 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     # The one child-process manager (process group, minimal environment, SIGTERM then SIGKILL): the
     # lowest layer that may do I/O, below both client/ and acp/, so every spawned peer goes through it.
     "process": {"process"},
+    # bubblewrap's command line for a sandboxed agent (`"sandbox": "bwrap"`): builds argv, starts nothing.
+    "sandbox": {"sandbox"},
     # The one threaded JSON-RPC line peer (reader, writer lock, concurrency) over wire.peer's sans-IO part:
     # under the MCP stdio server and client and both ACP ends, so beside process, below client/ and acp/.
     "line_peer": {"line_peer", "wire"},
@@ -51,18 +53,19 @@ ALLOWED: dict[str, set[str]] = {
                 "store",  # agent sessions on a shared store (gateway --store URL)
                 "a2a",  # the A2A client (a2a/client.py) and wire facts, for the agents-as-tools A2A backend
                 "acp",  # the ACP client, for the agents-as-tools ACP backend
-                "turns"},  # the one turn engine the ACP backend drives its turns with
+                "turns",  # the one turn engine the ACP backend drives its turns with
+                "sandbox"},  # an acp entry's `"sandbox": "bwrap"` keys
     # The one turn engine (running ⇄ paused(question) → ended) for every surface: ACP and nothing of a surface.
     "turns": {"turns", "acp", "wire", "logs"},
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
-    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer"},
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer", "sandbox"},
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
     # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,
     # the CLI front doors, the dev tools or the test helpers.
     "board": {"board", "hosts", "gateway", "turns", "a2a", "acp", "client", "packaging", "transports", "httpd",
               "store", "core", "wire", "server", "auth", "safefile", "logs", "process", "line_peer", "cli_common",
-              "addresses", "loader"},
+              "addresses", "loader", "sandbox"},
 }
 
 # Inside acp/: the two ends never import each other; both stand on the shared acp.connection (the ACP

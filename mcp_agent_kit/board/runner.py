@@ -4,7 +4,8 @@
 thread, makes or re-attaches its workspace (board.workspaces: a new worktree on the first start, the
 same one on a follow-up or after a restart; its `workspace`, `branch` and `base` recorded in the task),
 spawns the task's ACP agent in it (acp.client.AcpAgent: cwd = the workspace, fs and terminal calls
-confined to it, the environment ours less git's repository variables plus the entry's `env`), opens the
+confined to it, the environment ours less git's repository variables plus the entry's `env`; under bwrap,
+terminals included, when the entry has `"sandbox": "bwrap"`: docs/sandbox.md), opens the
 session (`session/load` of the task's `sessionId` on a follow-up when the agent can load sessions, else
 `session/new`; `mcpServers` = the config's plus the agent entry's plus the task's own tools, board.task_scope:
 ask_user, create_subtask, report_progress, on a token valid while the run lasts) and runs ONE turn through the one
@@ -33,6 +34,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -200,7 +202,8 @@ class TaskRunner:
         env = git_environment({**spec.env, "MCP_AGENT_KIT_TASK_ID": run.task_id,
                                "MCP_AGENT_KIT_WORKSPACE": workspace.path})
         agent = AcpAgent.spawn(spec.command, spec.args, env=env, cwd=workspace.path, policy=run.engine,
-                               options=ClientOptions(terminal=True), log=log.info,
+                               options=ClientOptions(terminal=True), log=log.info, sandbox=spec.sandbox,
+                               sandbox_binds=self._sandbox_binds() if spec.sandbox is not None else (),
                                timeouts=Timeouts(turn=spec.timeout, permission=spec.timeout))
         with run.lock:
             run.agent = agent
@@ -222,6 +225,13 @@ class TaskRunner:
         if session.id != previous:
             run.task = self.tasks.update(run.task_id, {"sessionId": session.id})
         return session, note
+
+    def _sandbox_binds(self) -> tuple[str, ...]:
+        """What a sandboxed agent sees read-only beyond its worktree, wherever it lives: the repository's git
+        directory (git reads work in the worktree; writes there stay refused) and the kit's own files and
+        Python, which the task tools' server (board.task_scope) runs from."""
+        kit = str(Path(__file__).resolve().parents[2])
+        return (str(self.workspaces.root / ".git"), kit, sys.prefix, sys.base_prefix)
 
     # ---- what the turn says (the observer calls these under the run's lock) ----------------------
     def say(self, run: BoardRun, entry: dict[str, Any]) -> None:

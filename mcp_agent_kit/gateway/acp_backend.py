@@ -94,7 +94,7 @@ class AcpBackend:
                 return self.agent
             try:
                 agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
-                                       cwd=self.spec.cwd, policy=self.engine, log=log.info,
+                                       cwd=self.spec.cwd, policy=self.engine, log=log.info, sandbox=self.spec.sandbox,
                                        timeouts=Timeouts(turn=self.spec.timeout, permission=self.spec.timeout))
                 try:
                     agent.initialize()

@@ -2,13 +2,15 @@
 
 Keys are `namespace/name` (`name` alone means namespace `default`); each value names exactly one
 kind: `a2a` (the agent's base URL or its card URL) or `acp` (an object: `command`, `args`, `env`,
-`cwd`, `approve`, `max_concurrent`, `idle`, `mcpServers`). An acp `mcpServers` object is keyed by name
+`cwd`, `approve`, `max_concurrent`, `idle`, `mcpServers`, and the sandbox's `sandbox` ("bwrap"), `network`,
+`binds`, `writable`: mcp_agent_kit.sandbox, docs/sandbox.md). An acp `mcpServers` object is keyed by name
 like the gateway's own section — `{"command", "args", "env"}` (stdio) or `{"url", "headers", "type":
 "http"|"sse"}` — and becomes ACP's McpServer array (env and headers as `[{name, value}]`), handed on
 `session/new`, `session/load` and `session/fork`. Entry-level `max_concurrent` (turns at once) and
 `timeout` (seconds one turn may take) apply to both kinds. The top-level `agentSessions` object holds the
 session retention, `{"maxAgeDays": N}`: sessions not used for N days are deleted (default: kept).
-Rules: plain data in, frozen specs out; a malformed entry is one ConfigError naming it; no I/O, no clients.
+Rules: plain data in, frozen specs out; a malformed entry is one ConfigError naming it; no I/O (but looking
+for the bwrap program of a sandboxed entry), no clients.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_agent_kit.gateway.config import ConfigError
+from mcp_agent_kit.sandbox import KEYS as SANDBOX_KEYS
+from mcp_agent_kit.sandbox import Sandbox, SandboxError
+from mcp_agent_kit.sandbox import parse as parse_sandbox
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MAX_CONCURRENT = 4
@@ -26,7 +31,8 @@ DEFAULT_IDLE = 600.0
 APPROVE = ("ask", "reads", "all")
 """ACP permission policy: ask every time, approve read-only tool kinds and ask the rest, approve all."""
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-_ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle", "mcpServers"})
+_ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle", "mcpServers",
+                       *SANDBOX_KEYS})
 _STDIO_KEYS = frozenset({"command", "args", "env"})
 _REMOTE_KEYS = frozenset({"url", "headers", "type"})
 REMOTE_TYPES = ("http", "sse")
@@ -51,6 +57,7 @@ class AgentSpec:
     timeout: float = DEFAULT_TURN_TIMEOUT
     description: str = ""
     mcp_servers: tuple[dict[str, Any], ...] = ()  # acp: ACP McpServer wire objects
+    sandbox: Sandbox | None = None  # acp: run the agent under bwrap
 
     @property
     def ref(self) -> str:
@@ -135,6 +142,10 @@ def _acp(key: str, value: Any) -> dict[str, Any]:
         raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
     out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), "cwd": cwd, "approve": approve,
                            "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
+    try:
+        out["sandbox"] = parse_sandbox(value, f"agent {key!r}: acp")
+    except SandboxError as exc:
+        raise ConfigError(str(exc)) from None
     out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
     if "max_concurrent" in value:
         out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,

@@ -8,13 +8,16 @@ what the agent advertised, never on versions. The agent's own requests are serve
 `session/request_permission` by the policy (a LaterPolicy's open question holds no thread), `fs/*` and
 `terminal/*` confined to the session's directories. When the agent dies, the next use of a session
 respawns it, re-initializes, re-authenticates, and tries `session/load` before falling back to
-`session/new`. Every wait is bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through
-acp.client.files), `process` (the one child-process manager) and the acp modules.
+`session/new`. With a `sandbox` (sandbox.Sandbox), the agent and the commands it runs through
+`terminal/*` run under bubblewrap, its spawn `cwd` (ours when none) the writable workspace. Every wait is
+bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.client.files), `process` (the one
+child-process manager), `sandbox` (bwrap's command line) and the acp modules.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import threading
@@ -40,6 +43,7 @@ from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.acp.client.terminals import Terminals
 from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, Deferred, RequestTimeout
 from mcp_agent_kit.process import PeerProcess, SpawnError
+from mcp_agent_kit.sandbox import Sandbox, SandboxError
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -101,8 +105,10 @@ class AcpAgent:
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                  options: ClientOptions | None = None, policy: AnyPolicy | None = None,
                  timeouts: Timeouts | None = None, log: Callable[[str], None] | None = None,
-                 on_notification: Callable[[str, Any], None] | None = None) -> None:
+                 on_notification: Callable[[str, Any], None] | None = None, sandbox: Sandbox | None = None,
+                 sandbox_binds: Sequence[str] = ()) -> None:
         self.argv, self.env, self.cwd = list(argv), dict(env or {}), cwd
+        self.sandbox, self.sandbox_binds = sandbox, tuple(sandbox_binds)  # binds: read-only, where present
         self.options = options or ClientOptions()
         self.policy: AnyPolicy = policy or DenyAll()
         self.timeouts = timeouts or Timeouts()
@@ -117,7 +123,8 @@ class AcpAgent:
         self._early: dict[str, list[ev.Event]] = {}
         self._lock = threading.Lock()  # guards sessions and early updates (the reader thread takes it)
         self._respawn_lock = threading.Lock()  # held across the requests of a respawn, never by the reader
-        self.terminals = Terminals(self.options.terminal_output_limit)
+        self.terminals = Terminals(self.options.terminal_output_limit,
+                                   wrap=None if sandbox is None else self._sandboxed)
 
     @classmethod
     def spawn(cls, command: str | Sequence[str], args: Sequence[str] = (), **kwargs: Any) -> AcpAgent:
@@ -152,8 +159,9 @@ class AcpAgent:
     def start(self) -> None:
         """Spawn the agent process and start reading it (a new generation: old sessions need restoring)."""
         try:
-            self.process = process = PeerProcess(self.argv, env=self.env, cwd=self.cwd)
-        except SpawnError as exc:
+            argv = self.argv if self.sandbox is None else self._sandboxed(self.argv, None)
+            self.process = process = PeerProcess(argv, env=self.env, cwd=self.cwd, lasting=self.sandbox is not None)
+        except (SpawnError, SandboxError) as exc:
             raise AcpError(str(exc)) from None
         self.generation += 1
         handlers: dict[str, Callable[[Any], Any]] = {wire.REQUEST_PERMISSION: self._permission}
@@ -207,6 +215,12 @@ class AcpAgent:
         if reader_done:  # never close a stream another thread is still reading
             with contextlib.suppress(OSError, ValueError):
                 process.stdout.close()
+
+    def _sandboxed(self, argv: Sequence[str], cwd: str | None) -> list[str]:
+        """`argv` as run in the agent's sandbox (the agent itself, or a terminal's command started in `cwd`)."""
+        assert self.sandbox is not None
+        return self.sandbox.wrap(argv, workspace=self.cwd or os.getcwd(), cwd=cwd, env=self.env,
+                                 optional=self.sandbox_binds)
 
     def close(self) -> None:
         """End every terminal and the agent process (bounded)."""

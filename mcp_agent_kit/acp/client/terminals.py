@@ -6,7 +6,8 @@ only the last `outputByteLimit` bytes (capped by the client's own limit), trunca
 start at a character boundary as the spec says. `wait_for_exit` is bounded; `kill` ends the
 group and keeps the id; `release` kills and forgets it; `close_all` ends every one. Rules: knows
 the terminal methods' params and results only; imports `wire`, `acp.connection`, `acp.client.files` and
-`process` (its minimal environment).
+`process` (its minimal environment). A sandboxed agent's terminals run in its sandbox: `wrap(argv, cwd)`
+gives the command line (a SandboxError is the request's error).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.acp.client.files import Roots
-from mcp_agent_kit.process import minimal_environment
+from mcp_agent_kit.process import in_lasting_thread, minimal_environment
 from mcp_agent_kit.wire import acp as wire
 from mcp_agent_kit.wire.jsonrpc import RpcError
 
@@ -30,14 +32,18 @@ WAIT_LIMIT = 600.0
 
 
 class Terminal:
-    def __init__(self, argv: list[str], cwd: str, env: dict[str, str], limit: int) -> None:
+    def __init__(self, argv: list[str], cwd: str, env: dict[str, str], limit: int, lasting: bool = False) -> None:
         self.limit = limit
         self.buffer = bytearray()
         self.truncated = False
         self.lock = threading.Lock()
-        try:
-            self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    cwd=cwd, env=env, start_new_session=True)
+
+        try:  # a sandboxed one dies with the thread that forked it (bwrap --die-with-parent): not this one
+            self.popen = in_lasting_thread(start) if lasting else start()
         except (OSError, ValueError) as exc:
             raise RpcError(wire.INVALID_PARAMS, f"cannot run {argv[0]!r}: {exc}") from None
         self.reader = threading.Thread(target=self._read, name="acp-terminal", daemon=True)
@@ -91,8 +97,9 @@ class Terminals:
     """The terminals of one client connection, by id."""
 
     def __init__(self, output_limit: int = MAX_OUTPUT, max_terminals: int = MAX_TERMINALS,
-                 wait_limit: float = WAIT_LIMIT) -> None:
+                 wait_limit: float = WAIT_LIMIT, wrap: Callable[[list[str], str], list[str]] | None = None) -> None:
         self.output_limit, self.max_terminals, self.wait_limit = output_limit, max_terminals, wait_limit
+        self.wrap = wrap
         self._terminals: dict[str, Terminal] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -120,10 +127,21 @@ class Terminals:
             if len(self._terminals) >= self.max_terminals:
                 raise RpcError(wire.INVALID_PARAMS, f"refused: at most {self.max_terminals} terminals at once; "
                                                     "release one first")
-            terminal = Terminal([command, *map(str, args)], cwd, env, limit)
+            argv = [command, *map(str, args)]
+            terminal = Terminal(argv if self.wrap is None else self._wrapped(argv, cwd), cwd, env, limit,
+                                lasting=self.wrap is not None)
             terminal_id = f"term-{next(self._ids)}"
             self._terminals[terminal_id] = terminal
         return {"terminalId": terminal_id}
+
+    def _wrapped(self, argv: list[str], cwd: str) -> list[str]:
+        from mcp_agent_kit.sandbox import SandboxError
+
+        assert self.wrap is not None
+        try:
+            return self.wrap(argv, cwd)
+        except SandboxError as exc:
+            raise RpcError(wire.INTERNAL_ERROR, f"cannot run {argv[0]!r} in the agent's sandbox: {exc}") from None
 
     def output(self, params: Any) -> dict[str, Any]:
         return self._get(params).output()
