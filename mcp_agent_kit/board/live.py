@@ -15,8 +15,9 @@ is `not_found`, the same answer as an id that does not exist.
 Subscriptions: `task.subscribe {task_id, after}` answers, then sends every event of the task's log after
 `after` and then each new one, exactly once and in order (board.live_events.Cursor); `board.subscribe`
 sends `task.updated {task, seq}` when a task the session sees changes (not for each appended event). A
-session holds at most one board listener (added by its first subscription, removed by `close`). `LiveSocket` is the WebSocket face:
-the WsHandler (opened/received/closed) that httpd.ws_server's hub drives for one `/ws` connection.
+session holds at most one board listener (added by its first subscription, removed by `close`).
+`LiveSocket` is the WebSocket face: the WsHandler (opened/received/closed) that httpd.ws_server's hub
+drives for one `/ws` connection.
 Rules: no I/O (the send callable does it) and no HTTP; only the Board facade's public methods.
 """
 
