@@ -110,7 +110,7 @@ class WsConnection:
         with self.lock:
             if self.state != OPEN:
                 return False
-            if len(self.out) + len(data) > self.limits.max_queued_bytes:
+            if self.out and len(self.out) + len(data) > self.limits.max_queued_bytes:  # one message may exceed it
                 self.start_close(1008, "the client is not reading fast enough")
                 overflow = True
             else:

@@ -59,7 +59,8 @@ class _Hub:
         self._next_timers = 0.0
         self._stopping = False
         self._halt = False
-        self._empty = threading.Event()
+        self._empty = threading.Event()  # no connection now
+        self._empty.set()
         self._thread = threading.Thread(target=self._loop, name="httpd-ws", daemon=True)
         self._thread.start()
 
@@ -163,7 +164,8 @@ class _Hub:
         sock.setblocking(False)
         with conn.lock:
             conn.sock = sock
-        self._conns.add(conn)
+        with self._lock:  # stop() lists them from another thread
+            self._conns.add(conn)
         limits = conn.limits
         self._tick = max(0.01, min(self._tick, limits.ping_interval / 4, limits.pong_timeout / 4,
                                    limits.close_timeout / 4))
@@ -310,7 +312,8 @@ class _Hub:
                     self._sel.unregister(sock)
             sock.close()
         conn.mask = 0
-        self._conns.discard(conn)
+        with self._lock:  # stop() lists them from another thread
+            self._conns.discard(conn)
         conn.post(conn.closed_call)
         conn.post(lambda: self._release(conn))
 
