@@ -17,7 +17,6 @@ Rules: HTTP framing and the gate only; the envelope is board.live's, the events 
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 from collections.abc import Callable
@@ -38,7 +37,6 @@ __all__ = ["EVENTS_PATH", "KEEPALIVE_S", "WS_PATH", "LiveHttp", "Signed", "mount
 
 EVENTS_PATH, WS_PATH = "/events", "/ws"
 KEEPALIVE_S = 15.0
-WS_SERVER = "mcp_agent_kit.httpd.ws_server"  # imported when a /ws request comes (httpd's WebSocket hub)
 
 
 @dataclass(frozen=True)
@@ -131,17 +129,12 @@ class LiveHttp:
     # ---- /ws ---------------------------------------------------------------------------------------------
     def _ws(self, request: Request, channel: Channel) -> bool:
         principal, signed = self.gate(request, channel)
-        try:  # httpd's WebSocket hub; a build without it answers 501
-            ws_server: Any = importlib.import_module(WS_SERVER)
-        except ImportError:
-            return reply(channel, 501, "this board has no WebSocket server: use /events (SSE)")
-        refused = ws_server.upgrade_refusal(request)
-        if refused is not None:
-            return reply(channel, refused[0], refused[1])
+        from mcp_agent_kit.httpd import ws_server  # the WebSocket hub, loaded by the first /ws request
+
         handler = LiveSocket(self.board, cookie_auth=signed is not None,
                              csrf_check=None if signed is None else signed.csrf_check)
-        accepted: bool = ws_server.accept(self.server, request, channel, handler, principal=principal)
-        return accepted
+        assert self.server is not None, "mount the app on a server first"
+        return ws_server.accept(self.server, request, channel, handler, principal=principal)  # 400/426/503 too
 
     # ---- /events -----------------------------------------------------------------------------------------
     def _events(self, request: Request, channel: Channel) -> bool:

@@ -24,9 +24,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mcp_agent_kit.httpd import head as heads
-from mcp_agent_kit.httpd.head import HeadError, Headers
+from mcp_agent_kit.httpd.exchange import Channel as Channel
+from mcp_agent_kit.httpd.exchange import Receiver
+from mcp_agent_kit.httpd.exchange import Request as Request
+from mcp_agent_kit.httpd.head import HeadError
 from mcp_agent_kit.httpd.pool import Pool
 from mcp_agent_kit.httpd.routes import Routes
 
@@ -58,51 +62,17 @@ class Limits:
     single_headers: frozenset[str] = field(default=heads.SINGLE)
 
 
-@dataclass(slots=True)
-class Request:
-    method: str
-    target: str
-    version: str
-    headers: Headers
-    body: bytes
-    requestline: str
-    keep_alive: bool
-    complete: bool = True  # False: the body was not read (over the limit, or framing not spoken)
-
-
-class Channel:
-    """Where a handler writes its response: a small buffer in front of the (blocking) socket."""
-
-    __slots__ = ("_buf", "address", "broken", "handoff", "sock")
-
-    def __init__(self, sock: socket.socket, address: object) -> None:
-        self.sock = sock
-        self.address = address
-        self._buf = bytearray()
-        self.broken = False
-        self.handoff: Callable[[], bool] | None = None  # set by Server.hand_off: runs on a stream thread
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._buf += data
-        if len(self._buf) >= 65536:
-            self.flush()
-        return len(data)
-
-    def flush(self) -> None:
-        if not self._buf:
-            return
-        data, self._buf = bytes(self._buf), bytearray()
-        try:
-            self.sock.sendall(data)
-        except OSError:
-            self.broken = True
-            raise
-
-    closed = False
-
-
 App = Callable[[Request, Channel], bool]
 """app(request, channel) -> may the connection carry another request?"""
+
+
+class Hub(Protocol):
+    """What the server keeps of the connections it gave away for good (the WebSocket hub)."""
+
+    @property
+    def count(self) -> int: ...
+
+    def stop(self) -> None: ...
 
 
 class _Conn:
@@ -149,7 +119,7 @@ class Server:
         self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, _WAKE)
         self._woken = False
-        self._back: collections.deque[tuple[_Conn, bool]] = collections.deque()
+        self._back: collections.deque[tuple[_Conn, bool | None]] = collections.deque()  # None: given away
         self._conns: set[_Conn] = set()
         self._pool = Pool(self.limits.workers, "httpd-worker")
         self._streams = Pool(self.limits.stream_workers, "httpd-stream")
@@ -160,6 +130,7 @@ class Server:
         self._loop_done = threading.Event()
         self._loop_done.set()
         self._retry_accept_at = 0.0
+        self.hub: Hub | None = None  # made by the first WebSocket accept (httpd.ws_server), stopped with us
 
     # ---- socketserver-style lifecycle ------------------------------------------------------------
     def serve_forever(self, poll_interval: float = 0.5) -> None:
@@ -171,7 +142,9 @@ class Server:
             self._loop_done.set()
 
     def shutdown(self) -> None:
-        """Stop the loop and wait for `serve_forever` to return (call from another thread)."""
+        """Stop the loop and wait for `serve_forever` to return (call from another thread); upgraded
+        connections are closed (WebSocket 1001)."""
+        self._stop_hub()
         self._stop = True
         self._wake()
         self._loop_done.wait()
@@ -181,6 +154,7 @@ class Server:
         if self._closed:
             return
         self._closed = True
+        self._stop_hub()
         self._stop = True
         self._wake()
         self._loop_done.wait(self.limits.drain_timeout)
@@ -231,6 +205,21 @@ class Server:
             self._stream_count += 1
         channel.handoff = run
         return True
+
+    def take_over(self, channel: Channel, receiver: Receiver) -> None:
+        """Give this connection away once the app returns: its response is flushed, then
+        `receiver(sock, rest)` gets the socket and the bytes already read past this request's head,
+        and the engine forgets the connection (the WebSocket hub after a 101)."""
+        channel.receiver = receiver
+
+    @property
+    def websocket_count(self) -> int:
+        return self.hub.count if self.hub is not None else 0
+
+    def _stop_hub(self) -> None:
+        hub, self.hub = self.hub, None
+        if hub is not None:
+            hub.stop()
 
     @property
     def connections(self) -> int:
@@ -413,6 +402,9 @@ class Server:
         try:
             sock.settimeout(self.limits.write_timeout)
             keep = self._app(request, channel)
+            if channel.receiver is not None:
+                self._give_away(conn, channel)
+                return
             if channel.handoff is not None:  # a stream: it goes on elsewhere, this worker is free
                 self._streams.submit(self._stream, conn, request, channel)
                 return
@@ -448,6 +440,24 @@ class Server:
                 self._stream_count -= 1
         self._give_back(conn, keep)
 
+    def _give_away(self, conn: _Conn, channel: Channel) -> None:
+        receiver, rest = channel.receiver, bytes(conn.buf)
+        assert receiver is not None
+        channel.receiver = None
+        try:
+            channel.flush()
+        except OSError:
+            self._give_back(conn, False)
+            return
+        conn.buf = bytearray()
+        self._back.append((conn, None))  # the loop forgets it
+        self._wake()
+        try:
+            receiver(conn.sock, rest)
+        except Exception:  # the engine no longer owns it: close rather than leak it
+            log.exception("HTTP take-over failed")
+            conn.sock.close()
+
     def _give_back(self, conn: _Conn, keep: bool) -> None:
         sock = conn.sock
         if not keep:
@@ -467,6 +477,11 @@ class Server:
         back, now = self._back, time.monotonic()
         while back:
             conn, keep = back.popleft()
+            if keep is None:
+                self._conns.discard(conn)
+                if not self._retry_accept_at:
+                    self._resume_accept()
+                continue
             if self._stop or self._closed:
                 keep = False
             conn.state = HEAD
