@@ -145,7 +145,7 @@ class BoardFace:
         check_media_types(message, self.agent.accepted_media_types())
         task_id = message.get("taskId")
         if task_id is None:
-            task, after = self._create(message, params), 0
+            task, after = self._create(message, params, owner), 0
         else:
             task, after = self._continue(str(task_id), message)
         push = config.get("taskPushNotificationConfig") or config.get("pushNotificationConfig")
@@ -227,7 +227,8 @@ class BoardFace:
         return config
 
     # ---- creating and continuing ------------------------------------------------------------------------
-    def _create(self, message: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    def _create(self, message: dict[str, Any], params: dict[str, Any], owner: str) -> dict[str, Any]:
+        """A new board task owned by the sender's principal (none without authentication: "")."""
         if message.get("contextId"):
             raise A2AError("InvalidParams", detail="each board task is its own context: send a new task without "
                            "contextId, or continue one with its taskId",
@@ -239,7 +240,7 @@ class BoardFace:
         if not isinstance(options.get("hold", False), bool):
             raise A2AError("InvalidParams", detail="metadata.hold must be a boolean")
         try:
-            return dict(self.board.create_task(self._text(message), **options))
+            return dict(self.board.create_task(self._text(message), owner=owner or None, **options))
         except (BoardError, TypeError, ValueError) as exc:
             raise A2AError("InvalidParams", detail=f"{exc}") from None
 

@@ -116,6 +116,7 @@ def _events_text(body: Mapping[str, Any]) -> str:
 
 
 Call = Callable[[Any, dict[str, Any]], dict[str, Any]]
+OWNER = "\0owner"  # the key under which a call's arguments carry the caller's principal (a task's owner)
 Say = Callable[[Mapping[str, Any]], str]
 # output schema -> the text beside its structuredContent
 TEXTS: tuple[tuple[dict[str, Any], Say], ...] = ((TASK, _task_text), (TASK_LIST, _list_text), (DIFF, _diff_text),
@@ -160,7 +161,8 @@ TOOLS: dict[str, Tool] = {
         ["prompt"], TASK, _annotations("Create a task"),
         lambda board, a: dict(board.create_task(
             a["prompt"], title=a.get("title"), agent=a.get("agent"), priority=a.get("priority", "normal"),
-            blocked_by=tuple(a.get("blockedBy") or ()), base=a.get("base"), hold=bool(a.get("hold", False))))),
+            blocked_by=tuple(a.get("blockedBy") or ()), base=a.get("base"), hold=bool(a.get("hold", False)),
+            owner=a.get(OWNER)))),
     "release_task": Tool("Release a held task: it joins the queue.", _ON_TASK, ["task_id"], TASK,
                          _annotations("Release a held task"), _task_only("release_task")),
     "list_tasks": Tool(
@@ -242,8 +244,8 @@ class TaskTools:
         board = self.board
 
         def tool(ctx: Any, arguments: dict[str, Any]) -> ToolResult:
-            try:
-                body = call(board, arguments)
+            try:  # the caller's principal rides along (after validation: a client cannot set it)
+                body = call(board, {**arguments, OWNER: getattr(ctx, "principal", None)})
             except (BoardError, ValueError) as exc:
                 return ToolResult([text(str(exc) or type(exc).__name__)], is_error=True)
             return ToolResult([text(say(body))], structured=body)

@@ -369,3 +369,17 @@ def test_push_config_refuses_a_link_local_url(served: Served) -> None:
     with pytest.raises(A2AError) as refused:
         reply("CreateTaskPushNotificationConfig", "p", {"taskId": task_id, "url": "http://169.254.169.254/x"})
     assert refused.value.name == "InvalidParams"
+
+
+def test_a_task_sent_over_a2a_is_owned_by_the_senders_principal(board: FakeBoard) -> None:
+    face = BoardFace(board)
+    try:
+        message = {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "fix it"}]}
+        sent = face.send("token:abc", {"message": message, "configuration": {"returnImmediately": True}})
+        anonymous = face.send("", {"message": {**message, "messageId": "m2"},
+                                   "configuration": {"returnImmediately": True}})
+        assert isinstance(sent, dict) and isinstance(anonymous, dict)
+        assert board.get_task(sent["task"]["id"])["owner"] == "token:abc"
+        assert board.get_task(anonymous["task"]["id"])["owner"] is None
+    finally:
+        face.close()

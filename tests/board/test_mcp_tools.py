@@ -204,3 +204,20 @@ def test_task_events_does_not_wait_on_a_settled_task_and_close_ends_a_wait(board
 def test_every_tool_of_the_table_names_its_board_call() -> None:
     assert sorted(TOOLS) == NAMES
     assert all(tool.call is not None for name, tool in TOOLS.items() if name != "task_events")
+
+
+def test_a_task_created_over_mcp_is_owned_by_the_callers_principal(board: FakeBoard) -> None:
+    """The live surfaces show a principal its own tasks: one made by Claude Code with the board's token is the
+    signed-in person's too. The principal comes from the request, never from the arguments."""
+    from types import SimpleNamespace
+
+    from mcp_agent_kit.board.mcp_tools import OWNER
+
+    tools = TaskTools(board)
+    create = TOOLS["create_task"]
+    assert create.call is not None
+    tool = tools._guarded(create.call, create.say)
+    made = tool(SimpleNamespace(principal="token:abc"), {"prompt": "fix it", OWNER: "token:mallory"})
+    assert made.structured is not None and made.structured["owner"] == "token:abc"
+    anonymous = tool(SimpleNamespace(principal=None), {"prompt": "fix it too"})
+    assert anonymous.structured is not None and anonymous.structured["owner"] is None
