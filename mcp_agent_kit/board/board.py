@@ -56,7 +56,7 @@ from mcp_agent_kit.board.replicas import (
 from mcp_agent_kit.board.runner import TaskRunner
 from mcp_agent_kit.board.scheduler import Scheduler, board_limits
 from mcp_agent_kit.board.states import FINAL, STATES, transition
-from mcp_agent_kit.board.tasks import CHANNEL, DEFAULT_LEASE_S, KIND, BoardTasks, Moved, events_channel
+from mcp_agent_kit.board.tasks import CHANNEL, DEFAULT_LEASE_S, BoardTasks, Moved, events_channel
 from mcp_agent_kit.board.workspaces import Workspace, WorkspaceError, Workspaces, slugify
 from mcp_agent_kit.store.base import Store, StoreError
 from mcp_agent_kit.store.leases import SoleLease
@@ -172,16 +172,12 @@ class Board:
             log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
         for task in self.tasks.list():
-            if task.get("workspace") and task["state"] not in FINAL and not self._elsewhere(task["id"]):
+            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]):
                 self._reattach(task)
         self.tasks.leases()
         self.leader.keep()  # the first replica schedules from its first round on
         self.leader.start()
         self.scheduler.start()
-
-    def _elsewhere(self, task_id: str) -> bool:
-        record = self.store.get(KIND, task_id)
-        return record is not None and self.tasks.live_elsewhere(task_id, record.holder)
 
     def _reattach(self, task: dict[str, Any]) -> None:
         found = self.workspaces.find(task["id"])

@@ -88,7 +88,7 @@ class AnswerRelay:
         if record is None:
             raise TaskNotFound(str(task_id))
         transition(record.state, "answer", task_id)
-        if not self.tasks.live_elsewhere(task_id, record.holder):
+        if not self.tasks.live_elsewhere(task_id):
             raise TaskConflict(f"task {task_id} waits on a board process that stopped (replica {record.holder}); "
                                "the board settles the task within its lease: read the task again")
         key = f"{task_id}:{record.version}"

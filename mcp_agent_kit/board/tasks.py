@@ -339,11 +339,12 @@ class BoardTasks:
         ours = {record.key for record in page.records if record.holder == self.replica}
         return sorted(set(task_ids) - ours)
 
-    def live_elsewhere(self, task_id: str, replica: str | None) -> bool:
-        """Is the task running under `replica`, another live replica (its lease not run out)?"""
+    def live_elsewhere(self, task_id: str, replica: str | None = None) -> bool:
+        """Is the task running under another live replica (its lease not run out; that one, `replica`, if given)?"""
         record = self.store.get(KIND, task_id) if isinstance(task_id, str) else None
-        return (record is not None and record.state in ACTIVE and record.holder == replica != self.replica
-                and record.lease_until is not None and record.lease_until >= self.clock())
+        if record is None or record.state not in ACTIVE or record.holder in (None, self.replica):
+            return False
+        return (replica is None or record.holder == replica) and (record.lease_until or 0.0) >= self.clock()
 
     def leases(self, *, start: bool = True) -> LeaseKeeper:
         """The lease keeper of this replica's running tasks (started on its own thread unless start=False;
