@@ -4,11 +4,18 @@ A Board is one repository's board on one store: the tasks (board.tasks), their w
 (board.workspaces), the scheduler loop (board.scheduler) and the runs (board.runner). Every method
 returns the task object (board.task_fields' plain dict) unless its doc says otherwise and raises the
 board.errors family with a message for a person. Storage: `store` None means a sqlite file
-`<data_dir>/board.sqlite` that this Board owns; then the data directory is locked (one board per data
-directory: a second one is refused, a `kill -9` frees it) and the replica name is stable (derived from
-the data directory), so the board started again after a crash interrupts its own running tasks at
-once (board.tasks' restart rule) instead of a lease later. `data_dir` None means
-$XDG_DATA_HOME/mcp-agent-kit/boards/<name>-<hash of the repo path> (never inside the working tree).
+`<data_dir>/board.sqlite` that this Board owns; then (and with a `sqlite://` store) the data directory is
+locked (one board per data directory: a second one is refused, a `kill -9` frees it), and with its own
+file the replica name is stable (derived from the data directory), so the board started again after a
+crash interrupts its own running tasks at once (board.tasks' restart rule) instead of a lease later.
+`data_dir` None means $XDG_DATA_HOME/mcp-agent-kit/boards/<name>-<hash of the repo path> (never inside
+the working tree). `lease_s` is the lease of a run and of the scheduler (default 30 s).
+
+Replicas (board.replicas): Boards on one PostgreSQL store (and, on one machine, one data directory) are
+one board. Exactly one schedules (the scheduler's SoleLease; the others take over within the lease when
+it dies, and then settle its runs: back to the queue when unchanged, else failed); every one answers
+every method: a move or read is the store's, a transcript append is announced to the other replicas'
+"task" listeners, an answer given where the task does not run is relayed to the replica that runs it.
 
 Listeners (`add_listener(kind, fn) -> remove`): "event" gets the semantic events of the moves this
 process makes ({"id", "type", "time", "task"}: the type is the move's own event, board.states, never
@@ -33,17 +40,26 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_agent_kit.board import task_fields as tf
 from mcp_agent_kit.board.config import BoardConfig
 from mcp_agent_kit.board.errors import BoardError, TaskInvalid
+from mcp_agent_kit.board.replicas import (
+    EVENTS_CHANNEL,
+    SCHEDULER_KEY,
+    SCHEDULER_KIND,
+    AnswerRelay,
+    lock_data_dir,
+    lock_mode,
+)
 from mcp_agent_kit.board.runner import TaskRunner
 from mcp_agent_kit.board.scheduler import Scheduler, board_limits
 from mcp_agent_kit.board.states import FINAL, STATES, transition
-from mcp_agent_kit.board.tasks import CHANNEL, BoardTasks, Moved, events_channel
+from mcp_agent_kit.board.tasks import CHANNEL, DEFAULT_LEASE_S, BoardTasks, Moved, events_channel
 from mcp_agent_kit.board.workspaces import Workspace, WorkspaceError, Workspaces, slugify
-from mcp_agent_kit.store.base import Store
+from mcp_agent_kit.store.base import Store, StoreError
+from mcp_agent_kit.store.leases import SoleLease
 
 if TYPE_CHECKING:
     from mcp_agent_kit.board.webhooks import WebhookSender
@@ -53,7 +69,9 @@ __all__ = ["LISTENER_KINDS", "Board", "default_data_dir"]
 log = logging.getLogger("mcp_agent_kit.board")
 LISTENER_KINDS = ("event", "task")
 STORE_FILE = "board.sqlite"
-LOCK_FILE = "board.lock"
+STOPPED = "the replica running this task stopped"
+POLL_S = 0.5  # the longest a wait sleeps between two reads when no notification comes (a lost one)
+T = TypeVar("T")
 
 
 def default_data_dir(repo: str | Path) -> Path:
@@ -82,14 +100,16 @@ class Board:
     """One repository's board (see the module docstring)."""
 
     def __init__(self, config: BoardConfig, repo: str | Path, *, store: Store | None = None,
-                 data_dir: str | Path | None = None, replica: str | None = None) -> None:
+                 data_dir: str | Path | None = None, replica: str | None = None,
+                 lease_s: float | None = None) -> None:
         self.config = config
         self.data_dir = Path(data_dir if data_dir is not None else default_data_dir(repo)).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd: int | None = None
         own = store is None
+        mode = lock_mode(store)
+        self.replicated = mode != "exclusive"  # other Board processes may share the store (board.replicas)
+        self._lock_fd = lock_data_dir(self.data_dir, mode) if mode is not None else None
         if own:
-            self._lock_data_dir()
             digest = hashlib.sha256(str(self.data_dir).encode("utf-8", "surrogateescape")).hexdigest()[:12]
             replica = replica or f"{socket.gethostname()}-{digest}"
         try:
@@ -104,15 +124,22 @@ class Board:
             self._unlock()
             raise
         self.store = store
+        lease = DEFAULT_LEASE_S if lease_s is None else lease_s
         self.tasks = ObservedTasks(store, on_moved=self._moved, replica=replica, agents=list(config.agents),
-                                   default_agent=config.default_agent, own_store=own)
+                                   default_agent=config.default_agent, own_store=own, lease_s=lease,
+                                   leading=self._leading, abandoned=self._abandoned)
         self.replica = self.tasks.replica
         self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended)
-        self.scheduler = Scheduler(self.tasks, self.runner, lambda: board_limits(config, self.runner))
+        self.leader = SoleLease(store, SCHEDULER_KIND, SCHEDULER_KEY, self.replica, lease,
+                                on_change=self._leadership, name="board-scheduler-lease")
+        self.relay = AnswerRelay(self.tasks, self._await)
+        self.scheduler = Scheduler(self.tasks, self.runner, lambda: board_limits(config, self.runner),
+                                   leading=self._leading, deliver=self._deliver if self.replicated else None)
         self._listeners: dict[str, dict[int, Callable[[dict[str, Any]], None]]] = {k: {} for k in LISTENER_KINDS}
         self._listen_lock = threading.Lock()
         self._next_listener = 0
         self._seqs: dict[str, int] = {}  # task id -> the last transcript seq known here
+        self._appended: dict[str, int] = {}  # task id -> the last seq told as an append (here or announced)
         self._changed = threading.Condition()
         self._generation = 0
         self._started = self._closed = False
@@ -120,18 +147,6 @@ class Board:
         self._unsubscribe = store.subscribe(self._notified)
 
     # ---- life -------------------------------------------------------------------------------------
-    def _lock_data_dir(self) -> None:
-        import fcntl
-
-        fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise BoardError(f"another board runs on the data directory {self.data_dir}: stop it, or give this "
-                             "one another data directory") from None
-        self._lock_fd = fd
-
     def _unlock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
@@ -139,7 +154,8 @@ class Board:
 
     def start(self) -> None:
         """Stop the agents and interrupt the tasks the last run of this board left running (BoardTasks.recover),
-        re-attach the workspaces of unfinished tasks, keep this replica's leases, start the scheduler."""
+        re-attach the workspaces of unfinished tasks (not those a live replica runs), keep this replica's
+        leases, take the scheduler's lease when it is free, start the scheduler."""
         if self._started:
             return
         self._started = True
@@ -156,9 +172,11 @@ class Board:
             log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
         for task in self.tasks.list():
-            if task.get("workspace") and task["state"] not in FINAL:
+            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]):
                 self._reattach(task)
         self.tasks.leases()
+        self.leader.keep()  # the first replica schedules from its first round on
+        self.leader.start()
         self.scheduler.start()
 
     def _reattach(self, task: dict[str, Any]) -> None:
@@ -177,7 +195,13 @@ class Board:
             return
         self._closed = True
         self.scheduler.close()
+        self.leader.close()  # released: another replica schedules at once
         self.runner.close()
+        if self.replicated and self._started:  # the other replicas carry on with this one's tasks at once
+            try:
+                self.tasks.hand_back(STOPPED)
+            except (BoardError, StoreError, OSError) as exc:  # then their leases run out: the same, later
+                log.warning("board: handing this replica's tasks back failed: %s", exc)
         self._unsubscribe()
         with self._changed:
             self._generation += 1
@@ -230,7 +254,13 @@ class Board:
     def answer_task(self, task_id: str, answer: str | dict[str, Any]) -> dict[str, Any]:
         """The answer goes straight to the agent waiting on the task's question: for a permission question an
         option id (or {"optionId": id}); for its ask_user question (kind "question", board.task_scope) an option
-        id, or content matching the question's schema (TaskInvalid names the mismatch)."""
+        id, or content matching the question's schema (TaskInvalid names the mismatch). A task another replica
+        runs gets it through that replica (board.replicas.AnswerRelay)."""
+        if self.replicated and self.runner.run_of(task_id) is None:
+            return self.relay.send(task_id, answer)
+        return self._answer_here(task_id, answer)
+
+    def _answer_here(self, task_id: str, answer: Any) -> dict[str, Any]:
         question = self.tasks.get(task_id).get("question") or {}
         if question.get("kind") == "question":
             return self.runner.scope.answer(task_id, answer)
@@ -288,17 +318,23 @@ class Board:
         unknown = sorted(wanted - set(STATES))
         if unknown or not wanted:
             raise TaskInvalid(f"wait for one or more of the states {', '.join(STATES)}, not {unknown or 'none'}")
+        found = self._await(lambda: task if (task := self.tasks.get(task_id))["state"] in wanted else None, timeout)
+        return found if found is not None else self.tasks.get(task_id)
+
+    def _await(self, probe: Callable[[], T | None], timeout: float) -> T | None:
+        """What `probe` finds (not None), read again on each store notification, within `timeout` seconds;
+        None when it found nothing in time (or the board closed)."""
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             with self._changed:
                 seen = self._generation
-            task = self.tasks.get(task_id)
+            found = probe()
             left = deadline - time.monotonic()
-            if task["state"] in wanted or left <= 0 or self._closed:
-                return task
+            if found is not None or left <= 0 or self._closed:
+                return found
             with self._changed:
                 if self._generation == seen:
-                    self._changed.wait(left)
+                    self._changed.wait(min(left, POLL_S))
 
     # ---- listeners --------------------------------------------------------------------------------
     def add_listener(self, kind: str, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -335,9 +371,13 @@ class Board:
                                  "task": moved.task})
 
     def _notified(self, channel: str, payload: str) -> None:
-        """A store notification: a task was created, moved or updated (here or on another replica)."""
-        if channel != CHANNEL:
-            return
+        """A store notification (here or from another replica), by channel (NOTIFIED)."""
+        handle = NOTIFIED.get(channel)
+        if handle is not None:
+            handle(self, payload)
+
+    def _task_changed(self, payload: str) -> None:
+        """A task was created, moved or updated."""
         self.scheduler.wake()
         with self._changed:
             self._generation += 1
@@ -361,8 +401,64 @@ class Board:
         return known
 
     def _tell_appended(self, task: dict[str, Any], seq: int) -> None:
-        """The runner appended transcript event `seq`: the "task" listeners hear of it."""
+        """The runner appended transcript event `seq`: the "task" listeners hear of it (and, with replicas,
+        those of the other replicas, through EVENTS_CHANNEL)."""
         with self._listen_lock:
             self._seqs[task["id"]] = max(seq, self._seqs.get(task["id"], 0))
+            self._appended[task["id"]] = max(seq, self._appended.get(task["id"], 0))
+        if self.replicated:
+            self.store.notify(EVENTS_CHANNEL, f"{task['id']} {seq}")
         if self._has("task"):
             self._fire("task", {"task": task, "seq": seq})
+
+    def _events_grew(self, payload: str) -> None:
+        """Another replica appended to a task's transcript: the "task" listeners here hear of each append once,
+        in order (a move's notification may have told a later seq already: listeners take seqs as hints)."""
+        task_id, _, number = payload.rpartition(" ")
+        if not task_id or not number.isdigit() or not self._has("task"):
+            return
+        seq = int(number)
+        with self._listen_lock:
+            if seq <= self._appended.get(task_id, 0):
+                return  # appended here (its own notification came back), or told already
+            self._appended[task_id] = seq
+            self._seqs[task_id] = max(seq, self._seqs.get(task_id, 0))
+        task = self.tasks.find(task_id)
+        if task is not None:
+            self._fire("task", {"task": task, "seq": seq})
+
+    # ---- replicas (board.replicas) -----------------------------------------------------------------
+    def _leading(self) -> bool:
+        """Does this replica schedule (hold the scheduler's lease)?"""
+        return self.leader.held()
+
+    def _leadership(self, held: bool) -> None:
+        log.info("board: replica %s %s", self.replica, "schedules now" if held else "no longer schedules")
+        if held:
+            self.scheduler.wake()
+
+    def _deliver(self, here: list[str]) -> None:
+        self.relay.deliver(here, self._answer_here)
+
+    def _abandoned(self, task: dict[str, Any]) -> bool:
+        """A dead replica's run of `task`: stop its agent if it was on this machine; is the workspace unchanged
+        (never made, or no changes against its base)? Unknown (not on this machine, unreadable) is changed."""
+        self.runner.stop_orphans({task["id"]})
+        if not task.get("workspace"):
+            return True
+        found = self.workspaces.find(task["id"])
+        if found is None:
+            return False
+        try:
+            return not self.workspaces.diff(found)["files"]
+        except (WorkspaceError, OSError) as exc:
+            log.warning("board: task %s: cannot read its workspace's changes: %s", task["id"], exc)
+            return False
+
+
+# a store notification's channel -> what the Board does with its payload
+NOTIFIED: Mapping[str, Callable[[Board, str], None]] = {
+    CHANNEL: Board._task_changed,
+    EVENTS_CHANNEL: Board._events_grew,
+    SCHEDULER_KIND: lambda board, payload: board.leader.wake(),  # released: take it now
+}

@@ -1,10 +1,14 @@
-"""board.cli: `mcp-agent-kit board [CONFIG] [--repo DIR] [--http HOST:PORT] [--store URL] [--data-dir DIR]`.
+"""board.cli: `mcp-agent-kit board [CONFIG] [--repo DIR] [--http HOST:PORT] [--store URL] [--data-dir DIR]
+[--replica NAME] [--store-lease SECONDS]`.
 
 Serves one repository's board: the MCP tools (board.mcp_tools) at `/mcp`, both eras, with `serve`'s
 HTTP rules (tokens or OAuth, Host/Origin allowlists, the public-bind rule: a non-loopback bind needs
 --token or --oauth-issuer, or --insecure). Defaults: the current directory's repository, and
 127.0.0.1:8765 (DEFAULT_PORT; the `task` command looks there too). State lives in the store (`--store
-URL`; by default the Board's sqlite file in its own data directory, never inside the repository).
+URL`; by default the Board's sqlite file in its own data directory, never inside the repository). With
+`--store postgresql://...` several board processes are replicas of one board (board.replicas; docs/board.md
+"Replicas"): on one machine they share the data directory; `--replica NAME` names one (default host:pid:random),
+`--store-lease SECONDS` is how soon the others take over a dead one's scheduling and tasks (default 30).
 The A2A face (board.a2a_face: every board task an A2A task) shares the MCP endpoint's socket by default
 (a2a.http.A2AEndpoint mounted on it): card at http://HOST:PORT/.well-known/agent-card.json, JSON-RPC at
 /a2a, HTTP+JSON at /a2a/rest, each face with its own gate (the same tokens, OAuth issuer and Host/Origin
@@ -42,10 +46,12 @@ from mcp_agent_kit.cli_common import (
     check_public_bind,
     fail,
     host_port,
+    lease_seconds,
     listen_failed,
     oauth_settings,
     port_number,
     prog,
+    replica_id,
     serving,
     tokens_from,
 )
@@ -77,6 +83,12 @@ def parser() -> Parser:
     cli.add_argument("--data-dir", metavar="DIR",
                      help="the board's own directory: its sqlite file and worktrees (default: per repository under "
                           "$XDG_DATA_HOME/mcp-agent-kit/boards)")
+    cli.add_argument("--replica", metavar="NAME",
+                     help="this process's name among the board's replicas (default: host:pid:random with --store, "
+                          "else one derived from the data directory)")
+    cli.add_argument("--store-lease", metavar="SECONDS", type=lease_seconds, default=None,
+                     help="the lease of a replica's runs and of the scheduler: how soon another replica takes "
+                          "over when one dies (default 30)")
     a2a = cli.add_mutually_exclusive_group()
     a2a.add_argument("--a2a-port", type=port_number, metavar="PORT",
                      help="serve the A2A agent on this port of the same host (0 picks a free one); default: on "
@@ -226,12 +238,15 @@ def _store(url: str | None) -> Store | None:
         raise CliError(f"cannot open --store: {exc}", "see docs/store.md for the URL forms", USAGE) from None
 
 
-def _open_board(config: BoardConfig, repo: Path, store: Store | None, data_dir: str | None) -> Board:
+def _open_board(config: BoardConfig, repo: Path, store: Store | None, data_dir: str | None,
+                replica: str | None = None, lease_s: float | None = None) -> Board:
     from mcp_agent_kit.board.board import Board
     from mcp_agent_kit.board.errors import BoardError
 
+    if replica is None and store is not None:
+        replica = replica_id()
     try:
-        return Board(config, repo, store=store, data_dir=data_dir)
+        return Board(config, repo, store=store, data_dir=data_dir, replica=replica, lease_s=lease_s)
     except (BoardError, ValueError, OSError) as exc:
         if store is not None:
             store.close()
@@ -257,7 +272,7 @@ def main(argv: list[str]) -> int:
     options = {"tokens": tokens, "oauth": oauth, "allowed_hosts": args.allow_host,
                "allowed_origins": args.allow_origin}
     with interruptible():
-        board = _open_board(config, repo, _store(args.store), args.data_dir)
+        board = _open_board(config, repo, _store(args.store), args.data_dir, args.replica, args.store_lease)
 
         def run() -> int:
             board.start()

@@ -18,12 +18,14 @@ permission request the entry's `approve` does not answer itself moves the task `
 its question; `answer` hands the chosen option straight to the waiting agent, then moves `answer`. The
 end moves `finish` (result = the turn's reply text) or `fail` (STOP_FAILS, or the error). `cancel`
 cancels the turn (`session/cancel`), then moves `cancel`; the end that follows moves nothing.
-An agent's pid is noted in the data directory (`agents/<task>.json`) while it runs: a board started after a
-crash stops the agents its previous life left behind (`stop_orphans`), before they edit on in a workspace
-whose task was interrupted. Rules: one lock per run orders the engine's calls and the task's moves (an
-answer's move lands before the end it lets happen); nothing here blocks a connection's reader thread but
-store writes; a run that vanished (the board closing) moves nothing, so the task keeps its state for the
-restart rule.
+An agent's pid is noted in the data directory (`agents/<task>.json`, with the replica running it) while it
+runs: a board started after a crash stops the agents its previous life left behind (`stop_orphans`), before
+they edit on in a workspace whose task was interrupted; replicas sharing the data directory leave a live
+replica's agents alone. `reconcile(lost)` stops the runs whose task the store no longer has running here
+(cancelled on another replica, or taken over after a stall).
+Rules: one lock per run orders the engine's calls and the task's moves (an answer's move lands before the
+end it lets happen); nothing here blocks a connection's reader thread but store writes; a run that vanished
+(the board closing) moves nothing, so the task keeps its state for the restart rule.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +163,7 @@ class TaskRunner:
                     return
                 run.turn = run.engine.turn(lambda: session, str(run.task["prompt"]), _Observer(self, run))
             self.say(run, {"type": "turn_start", "prompt": run.task["prompt"], "sessionId": session.id,
-                            **({"note": note} if note else {})})
+                            "replica": self.tasks.replica, **({"note": note} if note else {})})
             run.turn.start()
         except (AcpError, BoardError, OSError) as exc:
             self._fail(run, f"{exc}")
@@ -305,23 +307,28 @@ class TaskRunner:
             path.unlink(missing_ok=True)
             return
         self._agents_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"taskId": task_id, "pid": pid, "start": _start_time(pid)}), "utf-8")
+        path.write_text(json.dumps({"taskId": task_id, "pid": pid, "start": _start_time(pid),
+                                    "replica": self.tasks.replica}), "utf-8")
 
-    def stop_orphans(self) -> list[str]:
-        """Stop (SIGKILL, the whole process group) every agent recorded by an earlier life of this board that
-        still runs: it would go on editing a workspace whose task is interrupted. The task ids it stopped."""
+    def stop_orphans(self, only: Collection[str] | None = None) -> list[str]:
+        """Stop (SIGKILL, the whole process group) every agent (of the tasks `only`, None: all) recorded by an
+        earlier life of this board, or by a replica that died, that still runs: it would go on editing a
+        workspace whose task is interrupted. A live replica's agents are left alone. The task ids it stopped."""
         stopped = []
         for path in sorted(self._agents_dir.glob("*.json")) if self._agents_dir.is_dir() else []:
             try:
                 note = json.loads(path.read_text("utf-8"))
-                pid, start = int(note["pid"]), note.get("start")
+                pid, start, task_id = int(note["pid"]), note.get("start"), str(note.get("taskId"))
             except (OSError, ValueError, KeyError, TypeError):
                 path.unlink(missing_ok=True)
+                continue
+            if (only is not None and task_id not in only) or self.run_of(task_id) is not None \
+                    or self.tasks.live_elsewhere(task_id, note.get("replica")):
                 continue
             if start is not None and _start_time(pid) == start:  # the same process, not a reused pid
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
-                    stopped.append(str(note.get("taskId")))
+                    stopped.append(task_id)
             path.unlink(missing_ok=True)
         return stopped
 
@@ -369,15 +376,16 @@ class TaskRunner:
             self._retire(run)
         return moved
 
-    def reconcile(self, states: Mapping[str, str]) -> None:
-        """Stop the runs whose task is no longer running or needs_input in the store (moved on another replica)."""
-        from mcp_agent_kit.board.states import ACTIVE
-
+    def running_ids(self) -> list[str]:
+        """The tasks whose runs are in this process."""
         with self._lock:
-            runs = list(self._runs.values())
+            return sorted(self._runs)
+
+    def reconcile(self, lost: Collection[str]) -> None:
+        """Stop the runs of the tasks `lost` (board.tasks.BoardTasks.lost: moved, or taken over, elsewhere)."""
+        with self._lock:
+            runs = [run for task_id, run in self._runs.items() if task_id in lost]
         for run in runs:
-            if states.get(run.task_id) in ACTIVE:
-                continue
             with run.lock:
                 run.stopped = True
                 self.scope.revoke(run, "the task was moved on another board process")

@@ -1,15 +1,17 @@
 """board.scheduler: the board's one loop — which queued tasks start now, why the others wait — woken, never ticking.
 
-One thread per Board. It sleeps on a Condition until `wake()` (a store notification on board.tasks.CHANNEL:
-a task created or moved on any replica, or a change of this process) or a long safety timeout (SAFETY_S:
-a lost notification costs at most that much latency). Each round reads the tasks that matter (held,
-queued, running, needs_input; in in-place mode also those holding the checkout; and every blocker they
-name), asks board.queue.plan with the limits (the board's max_concurrent, each agent's own one and its
-readiness), writes each waiting task's `waiting` text only when it changed, stops the local runs whose
-task another replica moved out of running (cancelled), and starts the picked tasks: `move(id, "start")`
-is a compare-and-set on the stored task, so of several replicas exactly one starts it; the others' moves
-are refused and they go on. Rules: the round never waits for an agent (the runner starts each on its own
-thread); a failing round is logged and the next wake-up tries again; no state beyond the store's.
+One thread per Board. It sleeps on a Condition until `wake()` (a store notification on board.tasks.CHANNEL: a task
+created or moved on any replica, or a change of this process) or a long safety timeout (SAFETY_S: a lost
+notification costs at most that much latency). Each round, on every replica, first looks after the local runs: it
+stops those whose task the store no longer has running here (cancelled on another replica, or taken over:
+BoardTasks.lost) and hands them the answers given on other replicas (`deliver`, board.replicas.AnswerRelay). Then,
+only on the replica that holds the scheduler's lease (`leading`), it reads the tasks that matter (held, queued,
+running, needs_input; in in-place mode also those holding the checkout; and every blocker they name), asks
+board.queue.plan with the limits (the board's max_concurrent, each agent's own one and its readiness), writes each
+waiting task's `waiting` text only when it changed, and starts the picked tasks: `move(id, "start")` is a compare-and-
+set on the stored task, so even two replicas that both believed they schedule (a stall around a lease
+hand-over) start it once. Rules: the round never waits for an agent (the runner starts each on its own thread); a
+failing round is logged and the next wake-up tries again; no state beyond the store's.
 """
 
 from __future__ import annotations
@@ -35,8 +37,14 @@ _CHECKOUT = (REVIEW, FAILED, CANCELLED)  # in place: these still hold the checko
 class Scheduler:
     """The loop (see the module docstring); `limits()` gives the board's limits for a round."""
 
-    def __init__(self, tasks: BoardTasks, runner: TaskRunner, limits: Callable[[], BoardLimits]) -> None:
+    def __init__(self, tasks: BoardTasks, runner: TaskRunner, limits: Callable[[], BoardLimits], *,
+                 leading: Callable[[], bool] | None = None,
+                 deliver: Callable[[list[str]], object] | None = None) -> None:
+        """leading: whether this replica schedules now (default: always); deliver: hands the runs here (their
+        task ids) the answers given on other replicas."""
         self.tasks, self.runner, self.limits = tasks, runner, limits
+        self.leading = leading or (lambda: True)
+        self.deliver = deliver
         self._cond = threading.Condition()
         self._dirty = True
         self._closed = False
@@ -89,8 +97,16 @@ class Scheduler:
         return tasks
 
     def round(self) -> None:
-        """One decision: waiting texts written, foreign cancels applied, picked tasks started."""
+        """One decision: foreign cancels and answers applied, and when leading waiting texts written and picked
+        tasks started."""
         self.rounds += 1
+        here = self.runner.running_ids()
+        if here:
+            self.runner.reconcile(self.tasks.lost(here))
+            if self.deliver is not None:
+                self.deliver(here)
+        if not self.leading():
+            return
         limits = self.limits()
         tasks = self._tasks(limits.in_place)
         decided = plan(tasks, limits)
@@ -102,7 +118,6 @@ class Scheduler:
                         self.tasks.update(task["id"], {"waiting": text})
                     except (TaskConflict, TaskNotFound):
                         continue
-        self.runner.reconcile({task["id"]: str(task.get("state")) for task in tasks})
         for task_id in decided.start:
             try:
                 moved = self.tasks.move(task_id, "start")

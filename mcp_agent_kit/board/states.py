@@ -9,16 +9,17 @@ TRANSITIONS is the only place that says which action moves a task from which sta
     review | failed | cancelled ──prompt──▶ queued   (a follow-up, same agent session and workspace)
     held | queued | running | needs_input ──fail──▶ failed, ──cancel──▶ cancelled
     running | needs_input ──interrupt──▶ failed      (the process running it died: board.tasks.recover)
+    running | needs_input ──requeue──▶ queued        (its replica died before it changed anything)
 
 `done` and `discarded` are final. Person actions (what a surface offers a person: release, answer,
-accept, discard, prompt, cancel) and board actions (start, ask, finish, fail, interrupt: what the
-scheduler and the turn runner do) share the table; a refused action raises TransitionRefused naming
+accept, discard, prompt, cancel) and board actions (start, ask, finish, fail, interrupt, requeue: what
+the scheduler and the turn runner do) share the table; a refused action raises TransitionRefused naming
 the state and, for a person action, the person actions allowed there.
 
 Semantic events (SEMANTIC_EVENTS: task.needs_input, task.review, task.failed, task.done,
 task.cancelled) are keyed by the action that happened, never by the state reached: a task that is
 `failed` after a restart was interrupted (task.failed), one reaching `running` again after an answer
-tells nobody. `discard`, `release`, `start`, `answer` and `prompt` emit none.
+tells nobody. `discard`, `release`, `start`, `answer`, `prompt` and `requeue` emit none.
 
 A2A_STATES maps each board state to an A2A v1.0 TaskState (the A2A face's one table):
 
@@ -57,8 +58,10 @@ REVIEW, DONE, DISCARDED, FAILED, CANCELLED = "review", "done", "discarded", "fai
 TRANSITIONS: Mapping[str, Mapping[str, str]] = {
     HELD: {"release": QUEUED, "fail": FAILED, "cancel": CANCELLED},
     QUEUED: {"start": RUNNING, "fail": FAILED, "cancel": CANCELLED},
-    RUNNING: {"ask": NEEDS_INPUT, "finish": REVIEW, "fail": FAILED, "interrupt": FAILED, "cancel": CANCELLED},
-    NEEDS_INPUT: {"answer": RUNNING, "finish": REVIEW, "fail": FAILED, "interrupt": FAILED, "cancel": CANCELLED},
+    RUNNING: {"ask": NEEDS_INPUT, "finish": REVIEW, "fail": FAILED, "interrupt": FAILED, "requeue": QUEUED,
+              "cancel": CANCELLED},
+    NEEDS_INPUT: {"answer": RUNNING, "finish": REVIEW, "fail": FAILED, "interrupt": FAILED, "requeue": QUEUED,
+                  "cancel": CANCELLED},
     REVIEW: {"accept": DONE, "discard": DISCARDED, "prompt": QUEUED},
     FAILED: {"prompt": QUEUED, "discard": DISCARDED},
     CANCELLED: {"prompt": QUEUED, "discard": DISCARDED},
@@ -71,7 +74,7 @@ ACTIVE = frozenset({RUNNING, NEEDS_INPUT})  # a run holds a slot and a lease (a 
 FINAL = frozenset({DONE, DISCARDED})  # nothing more happens
 
 PERSON_ACTIONS = ("release", "answer", "prompt", "accept", "discard", "cancel")
-BOARD_ACTIONS = ("start", "ask", "finish", "fail", "interrupt")
+BOARD_ACTIONS = ("start", "ask", "finish", "fail", "interrupt", "requeue")
 ACTIONS: tuple[str, ...] = PERSON_ACTIONS + BOARD_ACTIONS
 
 # action -> the semantic event it emits (derived from what happened, never from a state)

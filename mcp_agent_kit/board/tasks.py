@@ -25,6 +25,13 @@ replica is never touched. While the board runs, `leases()` (store.leases.LeaseKe
 replica's leases and interrupts tasks whose replica died (LAPSED). Why failed and not queued: the run
 was cut short at an unknown point, maybe half-way through an edit; re-sending its prompt by itself
 could repeat work, so a person (or the caller) decides, and a follow-up prompt continues it.
+With replicas (board.board), two hooks refine this: `leading()` says whether this replica schedules
+(only the scheduling one hands on lapsed runs; default: always), and `abandoned(task)` stops what is
+left of a dead replica's run here and says whether its workspace is unchanged: then the task goes
+back to the queue (`requeue`) instead of failing, since nothing was cut half-way. Either way the
+transcript gets an `error` event naming the replica that stopped. `lost(ids)` tells a replica which
+of its runs the store no longer has running under its name (cancelled elsewhere, or taken over after
+a stall), so it stops them.
 
 Rules: plain dicts in and out (copies: mutating one never changes the store); inputs checked by
 board.task_fields (TaskInvalid); no protocol and no I/O beyond the store; `clock` is wall-clock seconds.
@@ -51,7 +58,6 @@ KIND = "board_tasks"
 CHANNEL = "board_tasks"  # notifications: payload = the id of a task created or moved
 RESTARTED = ("interrupted: the board stopped while this task was running; prompt it to continue "
              "(the same agent session and workspace)")
-LAPSED_TEXT = f"interrupted: {LAPSED}; prompt it to continue (the same agent session and workspace)"
 DEFAULT_LEASE_S = 30.0
 CAS_TRIES = 50
 _ALL = 1_000_000
@@ -87,6 +93,7 @@ EFFECTS: Mapping[str, Callable[[str], dict[str, Any]]] = {
     "fail": _ended,
     "interrupt": _ended,
     "cancel": _ended,
+    "requeue": lambda now: {"question": None, "waiting": None},
     "prompt": lambda now: {"endedAt": None, "error": None, "question": None, "waiting": None},
 }
 # action -> the caller's fields it needs
@@ -99,11 +106,16 @@ class BoardTasks:
 
     def __init__(self, store: Store, *, replica: str | None = None, lease_s: float = DEFAULT_LEASE_S,
                  agents: Collection[str] | None = None, default_agent: str | None = None,
-                 clock: Callable[[], float] = time.time, own_store: bool = False) -> None:
-        """agents: the agent ids a task may name (None: any); default_agent: the one a task gets when it names none."""
+                 clock: Callable[[], float] = time.time, own_store: bool = False,
+                 leading: Callable[[], bool] | None = None,
+                 abandoned: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        """agents: the agent ids a task may name (None: any); default_agent: the one a task gets when it names
+        none; leading and abandoned: the replicas' hooks (see the module's doc)."""
         if lease_s <= 0:
             raise ValueError("the task lease must be positive")
         self.store, self.lease_s, self.clock, self._own_store = store, lease_s, clock, own_store
+        self.leading = leading or (lambda: True)
+        self.abandoned = abandoned
         self.replica = replica or f"board-{uuid.uuid4().hex[:12]}"
         self.agents = None if agents is None else frozenset(agents)
         self.default_agent = default_agent
@@ -306,7 +318,8 @@ class BoardTasks:
             lapsed = record.lease_until is None or record.lease_until < now
             if ours_now or not (lapsed or record.holder == self.replica):
                 continue
-            moved = self._interrupt(record, RESTARTED if record.holder == self.replica else LAPSED_TEXT)
+            own = record.holder == self.replica
+            moved = self._interrupt(record, RESTARTED) if own else self._lapsed(record, LAPSED)
             if moved is not None:
                 interrupted.append(moved.task)
         return interrupted
@@ -318,19 +331,68 @@ class BoardTasks:
         except TaskConflict:
             return None
 
+    def lost(self, task_ids: Collection[str]) -> builtins.list[str]:
+        """Of `task_ids` (runs of this process), those the store no longer has running under this replica."""
+        if not task_ids:
+            return []
+        page = self.store.query(KIND, states=sorted(ACTIVE), limit=_ALL)
+        ours = {record.key for record in page.records if record.holder == self.replica}
+        return sorted(set(task_ids) - ours)
+
+    def live_elsewhere(self, task_id: str, replica: str | None = None) -> bool:
+        """Is the task running under another live replica (its lease not run out; that one, `replica`, if given)?"""
+        record = self.store.get(KIND, task_id) if isinstance(task_id, str) else None
+        if record is None or record.state not in ACTIVE or record.holder in (None, self.replica):
+            return False
+        return (replica is None or record.holder == replica) and (record.lease_until or 0.0) >= self.clock()
+
     def leases(self, *, start: bool = True) -> LeaseKeeper:
         """The lease keeper of this replica's running tasks (started on its own thread unless start=False;
         closed with the repository)."""
         if self._keeper is None:
             self._keeper = LeaseKeeper(self.store, KIND, self.replica, self.lease_s, states=sorted(ACTIVE),
-                                       held=self.running, on_lapsed=self._lapsed, clock=self.clock,
+                                       held=self.running, on_lapsed=self._handed, clock=self.clock,
                                        name="board-task-leases")
             if start:
                 self._keeper.start()
         return self._keeper
 
-    def _lapsed(self, record: Record, reason: str) -> None:
-        self._interrupt(record, f"interrupted: {reason}; prompt it to continue (the same agent session and workspace)")
+    def hand_back(self, reason: str) -> builtins.list[dict[str, Any]]:
+        """This replica stops (its runs were stopped): settle each of its runs as a dead replica's would be
+        (`_lapsed`), so another replica carries on at once instead of a lease later; the tasks settled."""
+        settled = []
+        for task_id in self.running():
+            record = self.store.get(KIND, task_id)
+            if record is not None and record.state in ACTIVE and record.holder == self.replica:
+                moved = self._lapsed(record, reason)
+                if moved is not None:
+                    settled.append(moved.task)
+            self.forget(task_id)
+        return settled
+
+    def _handed(self, record: Record, reason: str) -> None:
+        """The lease keeper's hand-on: only the scheduling replica settles a dead replica's runs."""
+        if self.leading():
+            self._lapsed(record, reason)
+
+    def _lapsed(self, record: Record, reason: str) -> Moved | None:
+        """Settle the run of a dead replica: back to the queue when `abandoned` finds its workspace unchanged,
+        else interrupted; the transcript says which replica stopped. None when it moved meanwhile."""
+        task = tf.completed(record.body)
+        requeue = self.abandoned is not None and self.abandoned(task)
+        try:
+            if requeue:
+                moved = self.move(record.key, "requeue", version=record.version)
+            else:
+                why = f"interrupted: {reason}; prompt it to continue (the same agent session and workspace)"
+                moved = self.move(record.key, "interrupt", {"error": why}, version=record.version)
+        except TaskConflict:
+            return None
+        then = ("the task is back in the queue (its workspace had no changes)" if requeue
+                else "the task failed (it may have changed its workspace); prompt it to continue")
+        self.append(record.key, {"type": "error", "kind": "error", "replica": record.holder,
+                                 "text": f"the replica {record.holder or '?'} running this task stopped: {then}"})
+        return moved
 
     # ---- helpers -------------------------------------------------------------------------------------------
     def _stored(self, task_id: str) -> Record:

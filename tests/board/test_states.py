@@ -21,6 +21,7 @@ EXPECTED = {
     ("failed", "discard", "discarded"), ("cancelled", "discard", "discarded"),
     ("review", "prompt", "queued"), ("failed", "prompt", "queued"), ("cancelled", "prompt", "queued"),
     ("running", "interrupt", "failed"), ("needs_input", "interrupt", "failed"),
+    ("running", "requeue", "queued"), ("needs_input", "requeue", "queued"),
     *((live, "fail", "failed") for live in ("held", "queued", "running", "needs_input")),
     *((live, "cancel", "cancelled") for live in ("held", "queued", "running", "needs_input")),
 }
@@ -85,7 +86,7 @@ def test_semantic_events_come_from_the_action_never_from_the_state() -> None:
     assert st.semantic_event("accept") == "task.done"
     assert st.semantic_event("cancel") == "task.cancelled"
     assert st.semantic_event("fail") == st.semantic_event("interrupt") == "task.failed"
-    for quiet in ("release", "start", "answer", "prompt", "discard"):
+    for quiet in ("release", "start", "answer", "prompt", "discard", "requeue"):
         assert st.semantic_event(quiet) is None
     # reaching running again after an answer says nothing, though running was reached once with news elsewhere
     assert st.transition("needs_input", "answer") == "running" and st.semantic_event("answer") is None
