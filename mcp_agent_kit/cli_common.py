@@ -132,7 +132,8 @@ def add_oauth_options(parser: Any, *, public_url: bool = True) -> None:
     group.add_argument("--oauth-jwks-url", metavar="URL", help="the issuer's JWK Set (default: from its metadata)")
     group.add_argument("--oauth-scopes", metavar="S1,S2", default="", help="scopes every request needs")
     group.add_argument("--oauth-introspection-url", metavar="URL", help="RFC 7662 endpoint, for opaque tokens")
-    group.add_argument("--oauth-client-id", metavar="ID", help="this server's client id at the introspection endpoint")
+    group.add_argument("--oauth-client-id", metavar="ID",
+                       help="this server's client id at the issuer (introspection; the board's web sign-in)")
     group.add_argument("--oauth-client-secret-env", metavar="VAR",
                        help="the environment variable holding that client's secret")
     if public_url:

@@ -15,7 +15,8 @@ The A2A face (board.a2a_face: every board task an A2A task) shares the MCP endpo
 allowlists as /mcp; an OAuth token's audience is the face's URL: HOST:PORT/mcp or HOST:PORT, whose RFC 9728
 metadata are /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource). `--a2a-port
 PORT` serves it on its own port instead (a2a.http.A2AServer; 0 picks one), `--no-a2a` not at all. The web
-board (board.web_app: the page at /, sign-in at /login with the same tokens) and the live API (board.live_http:
+board (board.web_app: the page at /, sign-in at /login with the same tokens, or through the OAuth issuer's
+own login page, as --oauth-client-id when given, else as a client it registers) and the live API (board.live_http:
 the WebSocket envelope at /ws, SSE at /events) share the socket too, behind the same gate (the same tokens,
 OAuth issuer and Host/Origin allowlists); the page's session cookie signs in to /ws as well.
 SIGTERM or Ctrl-C stops accepting, ends the long-polls, and closes the Board (running agents stopped,
@@ -306,7 +307,10 @@ def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | 
             from mcp_agent_kit.board.live_http import mount_live
             from mcp_agent_kit.board.web_app import mount_web
 
-            web = mount_web(http, board.store)  # the web board: /, /login, /logout, /static/..., /api/session
+            oauth = options.get("oauth")  # the page signs in with the issuer as --oauth-client-id, if given
+            web = mount_web(http, board.store,  # the web board: /, /login, /logout, /static/..., /api/session
+                            client_id=getattr(oauth, "client_id", None),
+                            client_secret=getattr(oauth, "client_secret", None))
             live = mount_live(board, http, cookie=web.signed)
             face = a2a_face(board, http, host, a2a, options)
         except BaseException:

@@ -11,23 +11,31 @@ bearer token is sent). Every response carries CSP (no inline script or style), n
 and no framing. Every request passes the board's gate (httpd.gate.Policy: Host, and Origin when sent);
 state-changing ones also need the session's CSRF token (form field `csrf` or X-CSRF-Token). No token
 and no OAuth (a loopback bind): no sign-in, principal None. The cookie is `Secure` when the request came
-over TLS (or `secure=True`: the board is reached through an https proxy). OAuth authorization-code
-sign-in is not done here: with --oauth-issuer a person pastes an access token into the form.
+over TLS (or `secure=True`: the board is reached through an https proxy). With --oauth-issuer the form
+offers "Sign in with <issuer>" (the token field only when tokens are configured too): `GET /login/oauth`
+(`?next=/local/path` optional) sets the signed `mak_oauth` cookie (state, PKCE verifier, return path) and
+303s to the issuer's authorization endpoint; `GET /login/callback` checks and exchanges what comes back
+(board.web_oauth), sets `mak_session` for the token's subject and answers a page that moves on to the
+return path at once (a meta refresh: a same-site navigation, so the Strict cookie goes with it); any failure
+shows the form with one line naming it. A pasted access token is still accepted by `POST /login`.
 Rules: HTTP and wiring only; the cookie and CSRF are board.web_auth's, the live wire board.live's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import ssl
 from dataclasses import dataclass
 from functools import cache
+from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from mcp_agent_kit.board.live_http import Signed
-from mcp_agent_kit.board.web_auth import WebAuth, WebSession
+from mcp_agent_kit.board.web_auth import Flow, WebAuth, WebSession
+from mcp_agent_kit.board.web_oauth import CALLBACK, START, SignInError, WebOAuth
 from mcp_agent_kit.httpd.handler import Handler
 
 if TYPE_CHECKING:
@@ -41,14 +49,19 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 SECURITY_HEADERS = (("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
                     ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"))
-PATHS = ("/", "/login", "/logout", "/api/session")
+PATHS = ("/", "/login", "/logout", "/api/session", START, CALLBACK)
 STATIC = "/static"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
-PAGES = ("index.html", "login.html")  # served at / and /login, not under /static
+PAGES = ("index.html", "login.html", "signed-in.html")  # served at /, /login, /login/callback; not under /static
 LOGIN_ERROR = '<p id="login-error" class="error" role="alert" hidden></p>'
-WRONG_TOKEN = '<p id="login-error" class="error" role="alert">That token is not one this board accepts.</p>'
+WRONG_TOKEN = "That token is not one this board accepts."
+NO_FLOW = "Not signed in: no sign-in was started in this browser, or it took too long. Start again."
+OAUTH_LINK = ('<p id="login-oauth" hidden>', '<p id="login-oauth">')
+OAUTH_NAME = ">Sign in with the authorization server<"
+TOKEN_PART = ('<div id="login-token-part">', '<div id="login-token-part" hidden>')
 MAX_FORM = 16384
+_LOCAL = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*")
 
 
 @dataclass(frozen=True)
@@ -73,8 +86,8 @@ def shipped() -> dict[str, Shipped]:
 class WebApp:
     """The web board on one server: the gate it shares with /mcp, the session signer, https or not."""
 
-    def __init__(self, policy: Policy, auth: WebAuth, *, secure: bool = False) -> None:
-        self.policy, self.auth, self.secure = policy, auth, secure
+    def __init__(self, policy: Policy, auth: WebAuth, *, secure: bool = False, oauth: WebOAuth | None = None) -> None:
+        self.policy, self.auth, self.secure, self.oauth = policy, auth, secure, oauth
 
     def app(self) -> App:
         handle: App = WebHandler.serve(self)
@@ -89,10 +102,15 @@ class WebApp:
         return None if session is None else Signed(session.principal, self.auth.csrf_check(session))
 
 
-def mount_web(server: Any, store: Store, *, secure: bool = False) -> WebApp:
+def mount_web(server: Any, store: Store, *, secure: bool = False, client_id: str | None = None,
+              client_secret: str | None = None) -> WebApp:
     """Serve the web board on `server` (an engine Server with a `policy`, such as the board's MCP endpoint),
-    its sessions signed with the key `store` keeps; the WebApp (its `auth` is what /ws checks cookies with)."""
-    web = WebApp(server.policy, WebAuth.for_store(store), secure=secure)
+    its sessions signed with the key `store` keeps; the WebApp (its `auth` is what /ws checks cookies with).
+    With OAuth on the policy, the page signs in with its issuer, as `client_id` (with `client_secret`) when
+    given, else as the client it registers there (kept in `store`)."""
+    resource = server.policy.oauth
+    oauth = None if resource is None else WebOAuth(resource, store, client_id=client_id, client_secret=client_secret)
+    web = WebApp(server.policy, WebAuth.for_store(store), secure=secure, oauth=oauth)
     web.mount(server)
     return web
 
@@ -133,10 +151,25 @@ class WebHandler(Handler):
         self._reply(303, b"", headers=(("Location", where), ("Cache-Control", "no-store"),
                                        *(("Set-Cookie", c) for c in cookies)))
 
-    def _page(self, name: str, status: int = 200, swap: tuple[str, str] | None = None) -> None:
-        file = shipped()[name]
-        body = file.body if swap is None else file.body.replace(swap[0].encode(), swap[1].encode())
-        self._reply(status, body, file.type, (("Cache-Control", "no-store"),))
+    def _page(self, name: str, status: int = 200, swaps: tuple[tuple[str, str], ...] = (),
+              cookies: tuple[str, ...] = ()) -> None:
+        body = shipped()[name].body
+        for old, new in swaps:
+            body = body.replace(old.encode(), new.encode())
+        self._reply(status, body, shipped()[name].type,
+                    (("Cache-Control", "no-store"), *(("Set-Cookie", c) for c in cookies)))
+
+    def _login_page(self, status: int = 200, error: str | None = None, cookies: tuple[str, ...] = ()) -> None:
+        """The sign-in form: the OAuth link when OAuth is configured, the token field when tokens are
+        (or nothing else signs in), and `error` as its one alert line."""
+        swaps: list[tuple[str, str]] = []
+        if self.server.oauth is not None:
+            swaps += [OAUTH_LINK, (OAUTH_NAME, f">Sign in with {escape(self.server.oauth.issuer)}<")]
+            if not self.server.policy.has_tokens:
+                swaps.append(TOKEN_PART)
+        if error is not None:
+            swaps.append((LOGIN_ERROR, f'<p id="login-error" class="error" role="alert">{escape(error)}</p>'))
+        self._page("login.html", status, tuple(swaps), cookies)
 
     # ---- who is asking -----------------------------------------------------------------------------
     @property
@@ -178,7 +211,8 @@ class WebHandler(Handler):
         if path.startswith(STATIC + "/"):
             self._static(path[len(STATIC) + 1:])
             return
-        route = {"/": self._index, "/login": self._login_form, "/api/session": self._api_session}.get(path)
+        route = {"/": self._index, "/login": self._login_form, "/api/session": self._api_session,
+                 START: self._oauth_start, CALLBACK: self._oauth_callback}.get(path)
         if route is None:
             self._text(405 if path == "/logout" else 404, "sign out with POST /logout" if path == "/logout"
                        else "no such page")
@@ -215,7 +249,55 @@ class WebHandler(Handler):
         if not self.server.policy.auth_required or self._session() is not None:
             self._see_other("/")
             return
-        self._page("login.html")
+        self._login_page()
+
+    def _oauth_start(self) -> None:
+        """Send the browser to the issuer, the flow's state and verifier in the `mak_oauth` cookie."""
+        oauth = self.server.oauth
+        if oauth is None:
+            self._text(404, "this board has no OAuth sign-in (start it with --oauth-issuer)")
+            return
+        if self._session() is not None:
+            self._see_other("/")
+            return
+        try:
+            asked = oauth.start()
+        except SignInError as exc:
+            self._login_page(exc.status, str(exc))
+            return
+        flow = Flow(asked.state, asked.verifier, _local_path(self._query().get("next")))
+        self._see_other(asked.url, self.server.auth.flow_cookie(self.server.auth.flow(flow), secure=self.https))
+
+    def _oauth_callback(self) -> None:
+        """The issuer's answer: checked against this browser's `mak_oauth`, which goes either way."""
+        from mcp_agent_kit.client.oauth.session import AuthorizationRequest
+
+        oauth = self.server.oauth
+        if oauth is None:
+            self._text(404, "this board has no OAuth sign-in (start it with --oauth-issuer)")
+            return
+        cleared = self.server.auth.flow_cookie("", secure=self.https)
+        flow = self.server.auth.flow_of(self.headers)
+        if flow is None:
+            self._login_page(400, NO_FLOW, (cleared,))
+            return
+        try:
+            principal = oauth.finish(AuthorizationRequest("", flow.state, flow.verifier, oauth.redirect_uri),
+                                     self._query())
+        except SignInError as exc:
+            self._login_page(exc.status, str(exc), (cleared,))
+            return
+        # a page that moves on, not a 303: the browser came here from the issuer's site, and a redirect
+        # would keep that navigation cross-site, so it would not send the SameSite=Strict cookie just set
+        back = escape(flow.back)
+        self._page("signed-in.html", 200, (('content="0;url=/"', f'content="0;url={back}"'),
+                                           ('href="/">', f'href="{back}">')),
+                   (cleared, self.server.auth.cookie(self.server.auth.issue(principal), secure=self.https)))
+
+    def _query(self) -> dict[str, str]:
+        """The request's query parameters (first value of each)."""
+        text = self.path.partition("?")[2]
+        return {key: values[0] for key, values in parse_qs(text, max_num_fields=20).items()}
 
     def _login(self) -> None:
         if not self.server.policy.auth_required:
@@ -226,7 +308,7 @@ class WebHandler(Handler):
             return
         principal = self._principal_of((form.get("token") or "").strip())
         if principal is None:
-            self._page("login.html", 401, (LOGIN_ERROR, WRONG_TOKEN))
+            self._login_page(401, WRONG_TOKEN)
             return
         self._see_other("/", self.server.auth.cookie(self.server.auth.issue(principal), secure=self.https))
 
@@ -285,3 +367,11 @@ class WebHandler(Handler):
             self.end_headers()
             return
         self._reply(200, file.body, file.type, cached)
+
+
+def _local_path(value: str | None) -> str:
+    """`value` when it is a path on this board (URL characters only; never another site, never the sign-in
+    itself), else "/"."""
+    if not value or len(value) > 512 or value.startswith(("//", "/login")) or not _LOCAL.fullmatch(value):
+        return "/"
+    return value

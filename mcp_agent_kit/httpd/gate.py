@@ -76,6 +76,11 @@ class Policy:
     def auth_required(self) -> bool:
         return bool(self._tokens) or self.oauth is not None
 
+    @property
+    def has_tokens(self) -> bool:
+        """Whether static bearer tokens are configured (beside or instead of OAuth)."""
+        return bool(self._tokens)
+
     def authorize(self, authorization: str | None, method: str = "", path: str = "",
                   proofs: tuple[str, ...] = ()) -> str | None:
         """Who sent the request: None when no authentication is configured, else the principal of

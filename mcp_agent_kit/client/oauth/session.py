@@ -10,7 +10,9 @@ the union of the scopes asked for so far and the challenged ones (SEP-2350), at 
 MAX_STEP_UPS times and never when the challenge asks for nothing new; a 401 re-runs discovery
 (which is how an authorization-server migration shows), then refreshes when the issuer is the
 same and a refresh token is held, else runs the configured grant. Registration follows the spec's
-order (pre-registered, client ID metadata document, RFC 7591), bound to the issuer. A failed flow
+order (pre-registered, client ID metadata document, RFC 7591), bound to the issuer; `client_auth`,
+`authorization_request` and `authorization_grant` are the code grant's pieces for a caller that runs
+the browser step itself (board.web_oauth: a board signing a person in). A failed flow
 stays failed (`error`) for RETRY_AFTER seconds, so a refusing server is not asked again and
 again. Rules: blocking; one lock per server; never logs a token, a secret or a code.
 """
@@ -42,6 +44,16 @@ GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "token_excha
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 
 
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """One authorization-code request: where the browser goes, and what its answer must match."""
+
+    url: str
+    state: str
+    verifier: str = field(repr=False)
+    redirect_uri: str
+
+
 @dataclass
 class OAuthConfig:
     """What the client knows before it meets an authorization server (all optional)."""
@@ -53,6 +65,7 @@ class OAuthConfig:
     issuer: str | None = None  # the issuer pre-registered credentials belong to (SEP-2352)
     client_metadata_url: str | None = None  # a client ID metadata document URL (https, with a path)
     client_name: str = "mcp-agent-kit"
+    application_type: str = "native"  # RFC 7591 / OIDC registration: "web" for a server-side client (the board)
     scopes: list[str] = field(default_factory=list)  # asked for on top of what the server names
     grant: str = "authorization_code"
     assertion: str | None = None  # the JWT for the jwt_bearer grant
@@ -250,9 +263,15 @@ class OAuth:
         return str(answer["access_token"])
 
     def _authorization_code(self, found: disco.Discovery, auth: ClientAuth, scopes: list[str]) -> dict[str, str]:
+        asked = self.authorization_request(found, auth, scopes, self.redirector.redirect_uri)
+        return self.authorization_grant(found, asked, self.redirector.authorize(asked.url))
+
+    def authorization_request(self, found: disco.Discovery, auth: ClientAuth, scopes: list[str],
+                              redirect_uri: str) -> AuthorizationRequest:
+        """The authorization URL to send a browser to (PKCE S256, a fresh `state`, the RFC 8707
+        `resource`), and what its answer is checked against (board.web_oauth keeps it in a cookie)."""
         verifier, code_challenge = pkce_pair()
         state = secrets.token_urlsafe(24)
-        redirect_uri = self.redirector.redirect_uri
         query = {"response_type": "code", "client_id": auth.client_id, "redirect_uri": redirect_uri, "state": state,
                  "code_challenge": code_challenge, "code_challenge_method": "S256", "resource": found.resource}
         if scopes:
@@ -262,18 +281,25 @@ class OAuth:
         endpoint = self._endpoint(found, "authorization_endpoint")
         if isinstance(self.send, Fetcher):
             self.send.check(endpoint)  # the browser (or the headless redirect) goes there: the same rules
-        answer = self.redirector.authorize(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
+        url = f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"
+        return AuthorizationRequest(url, state, verifier, redirect_uri)
+
+    def authorization_grant(self, found: disco.Discovery, asked: AuthorizationRequest,
+                            answer: dict[str, str]) -> dict[str, str]:
+        """The token request's grant for the authorization response `answer` (the redirect's query) to
+        `asked`: OAuthError when its issuer or state is not the expected one, or it carries an error."""
         self._check_iss(found, answer.get("iss"))
         # as bytes: a str with non-ASCII characters would make compare_digest raise TypeError
-        if not secrets.compare_digest(str(answer.get("state", "")).encode("utf-8", "surrogatepass"), state.encode()):
+        if not secrets.compare_digest(str(answer.get("state", "")).encode("utf-8", "surrogatepass"),
+                                      asked.state.encode("utf-8", "surrogatepass")):
             raise OAuthError("the authorization response's state does not match the request's: refusing it")
         if answer.get("error"):
             raise OAuthError(f"the authorization server refused: {answer['error']}"
                              + (f" ({answer['error_description']})" if answer.get("error_description") else ""))
         if not answer.get("code"):
             raise OAuthError("the authorization response carries no code")
-        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect_uri,
-                "code_verifier": verifier}
+        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": asked.redirect_uri,
+                "code_verifier": asked.verifier}
 
     @staticmethod
     def _check_iss(found: disco.Discovery, iss: str | None) -> None:
@@ -292,6 +318,11 @@ class OAuth:
         return endpoint
 
     # ---- registration -----------------------------------------------------------------------------
+    def client_auth(self, found: disco.Discovery, redirect_uri: str) -> ClientAuth:
+        """The client at `found`'s authorization server for `redirect_uri`: the configured one, a client
+        ID metadata document, or a registration (the store's, else a new RFC 7591 one)."""
+        return self._client_auth(found, redirect_uri)
+
     def _client_auth(self, found: disco.Discovery, redirect_uri: str) -> ClientAuth:
         config, meta, issuer = self.config, found.metadata, found.issuer
         offered = meta.get("token_endpoint_auth_methods_supported")
@@ -322,7 +353,7 @@ class OAuth:
         body: dict[str, Any] = {
             "client_name": self.config.client_name, "redirect_uris": [redirect_uri] if redirect_uri else [],
             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            "token_endpoint_auth_method": wanted, "application_type": "native",
+            "token_endpoint_auth_method": wanted, "application_type": self.config.application_type,
         }
         reply = post_json(self.send, endpoint, body)
         if reply.status not in (200, 201):
