@@ -58,7 +58,8 @@ ALLOWED: dict[str, set[str]] = {
     # The one turn engine (running ⇄ paused(question) → ended) for every surface: ACP and nothing of a surface.
     "turns": {"turns", "acp", "wire", "logs"},
     # ACP v1 (client and agent framework): the wire facts and the neutral helpers, nothing else.
-    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer", "sandbox"},
+    "acp": {"acp", "wire", "safefile", "cli_common", "logs", "process", "line_peer", "sandbox",
+            "httpd"},  # httpd.ws_client: the WebSocket profile of ACP's network transport (acp.client.remote)
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
     # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,

@@ -147,6 +147,8 @@ class TaskRunner:
         spec = self.config.agents.get(agent_id)
         if spec is None:
             return False, "not configured"
+        if spec.url:
+            return True, ""  # a remote agent: its first use tells whether it is reachable
         command = spec.command
         found = os.path.isfile(command) if os.sep in command else shutil.which(command) is not None
         return found, "" if found else f"command {command!r} not found"
@@ -203,10 +205,23 @@ class TaskRunner:
         spec = run.spec
         env = git_environment({**spec.env, "MCP_AGENT_KIT_TASK_ID": run.task_id,
                                "MCP_AGENT_KIT_WORKSPACE": workspace.path})
-        agent = AcpAgent.spawn(spec.command, spec.args, env=env, cwd=workspace.path, policy=run.engine,
-                               options=ClientOptions(terminal=True), log=log.info, sandbox=spec.sandbox,
-                               sandbox_binds=self._sandbox_binds() if spec.sandbox is not None else (),
-                               timeouts=Timeouts(turn=spec.timeout, permission=spec.timeout))
+        timeouts = Timeouts(turn=spec.timeout, permission=spec.timeout)
+        if spec.url:  # a remote agent: its fs and terminal requests are still served here, in the workspace
+            from mcp_agent_kit.gateway.agents_config import remote_headers
+            from mcp_agent_kit.gateway.config import ConfigError
+
+            try:
+                headers = remote_headers(spec, os.environ)
+            except ConfigError as exc:
+                raise AcpError(str(exc)) from None
+            agent = AcpAgent.connect(spec.url, headers, cwd=workspace.path,
+                                     policy=run.engine, options=ClientOptions(terminal=True), log=log.info,
+                                     timeouts=timeouts)
+        else:
+            agent = AcpAgent.spawn(spec.command, spec.args, env=env, cwd=workspace.path, policy=run.engine,
+                                   options=ClientOptions(terminal=True), log=log.info, sandbox=spec.sandbox,
+                                   sandbox_binds=self._sandbox_binds() if spec.sandbox is not None else (),
+                                   timeouts=timeouts)
         with run.lock:
             run.agent = agent
         self._note_agent(run.task_id, agent.process.pid if agent.process is not None else None)

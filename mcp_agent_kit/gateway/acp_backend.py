@@ -2,7 +2,8 @@
 
 One agent process per configured entry, spawned on first use (`AcpAgent.spawn` + `initialize`), stopped
 once it has been idle for the entry's `idle` seconds, and started again by the next turn (acp.client
-respawns it and restores the session with `session/load` where the agent supports it). The turns are
+respawns it and restores the session with `session/load` where the agent supports it); an entry with a
+`url` connects to that remote agent instead (ACP's network transport), reconnecting the same way. The turns are
 driven by the one turn engine (turns.engine, which is also the agent's permission policy); this module
 only says them in the gateway's terms: each message chunk as it came (never the text so far: the whole
 is the turn's end), its plan and tool activity as status lines; a permission request the entry's
@@ -31,7 +32,8 @@ from mcp_agent_kit.acp.client.errors import AcpError
 from mcp_agent_kit.acp.client.permissions import PermissionOption, PermissionRequest
 from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.gateway import agent_backend as ab
-from mcp_agent_kit.gateway.agents_config import AgentSpec
+from mcp_agent_kit.gateway.agents_config import AgentSpec, remote_headers
+from mcp_agent_kit.gateway.config import ConfigError
 from mcp_agent_kit.turns.clock import CLOCK
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 from mcp_agent_kit.wire import acp as wire
@@ -65,6 +67,14 @@ def progress_of(event: ev.Event, calls: dict[str, dict[str, Any]]) -> str | None
     return None
 
 
+def _headers(spec: AgentSpec) -> dict[str, str]:
+    """A remote entry's headers (its token read from the environment now); AcpError when it is unset."""
+    try:
+        return remote_headers(spec, os.environ)
+    except ConfigError as exc:
+        raise AcpError(str(exc)) from None
+
+
 class AcpBackend:
     """One ACP agent (see the module docstring)."""
 
@@ -82,6 +92,8 @@ class AcpBackend:
 
     # ---- the process ---------------------------------------------------------------------------
     def _command_found(self) -> bool:
+        if self.spec.url:
+            return True  # a remote agent: reachable or not, its first use tells
         command = self.spec.command
         return os.path.isfile(command) if os.sep in command else shutil.which(command) is not None
 
@@ -93,9 +105,14 @@ class AcpBackend:
                 self._arm_idle()
                 return self.agent
             try:
-                agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
-                                       cwd=self.spec.cwd, policy=self.engine, log=log.info, sandbox=self.spec.sandbox,
-                                       timeouts=Timeouts(turn=self.spec.timeout, permission=self.spec.timeout))
+                timeouts = Timeouts(turn=self.spec.timeout, permission=self.spec.timeout)
+                if self.spec.url:
+                    agent = AcpAgent.connect(self.spec.url, _headers(self.spec), cwd=self.spec.cwd,
+                                             policy=self.engine, log=log.info, timeouts=timeouts)
+                else:
+                    agent = AcpAgent.spawn(self.spec.command, self.spec.args, env={**os.environ, **self.spec.env},
+                                           cwd=self.spec.cwd, policy=self.engine, log=log.info,
+                                           sandbox=self.spec.sandbox, timeouts=timeouts)
                 try:
                     agent.initialize()
                     self._check_servers(agent)

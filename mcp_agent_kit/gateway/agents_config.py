@@ -1,21 +1,23 @@
 """gateway.agents_config: read the gateway config's `agents` section into AgentSpecs.
 
-Keys are `namespace/name` (`name` alone means namespace `default`); each value names exactly one
-kind: `a2a` (the agent's base URL or its card URL) or `acp` (an object: `command`, `args`, `env`,
-`cwd`, `approve`, `max_concurrent`, `idle`, `mcpServers`, and the sandbox's `sandbox` ("bwrap"), `network`,
-`binds`, `writable`: mcp_agent_kit.sandbox, docs/sandbox.md). An acp `mcpServers` object is keyed by name
-like the gateway's own section — `{"command", "args", "env"}` (stdio) or `{"url", "headers", "type":
-"http"|"sse"}` — and becomes ACP's McpServer array (env and headers as `[{name, value}]`), handed on
-`session/new`, `session/load` and `session/fork`. Entry-level `max_concurrent` (turns at once) and
-`timeout` (seconds one turn may take) apply to both kinds. The top-level `agentSessions` object holds the
-session retention, `{"maxAgeDays": N}`: sessions not used for N days are deleted (default: kept).
-Rules: plain data in, frozen specs out; a malformed entry is one ConfigError naming it; no I/O (but looking
-for the bwrap program of a sandboxed entry), no clients.
+Keys are `namespace/name` (`name` alone means namespace `default`); each value names exactly one kind: `a2a` (the
+agent's base URL or its card URL) or `acp` (an object: `command`, `args`, `env`, `cwd`, `approve`,
+`max_concurrent`, `idle`, `mcpServers`, and the sandbox's `sandbox` ("bwrap"), `network`, `binds`, `writable`:
+mcp_agent_kit.sandbox, docs/sandbox.md; or, in place of `command`, a remote agent's `url` (ws://, wss://, http://,
+https://: ACP's network transport) with `headers` (an object of strings) and `tokenEnv` (the environment variable
+holding its bearer token, read when it connects)). An acp `mcpServers` object is keyed by name like the gateway's
+own section — `{"command", "args", "env"}` (stdio) or `{"url", "headers", "type": "http"|"sse"}` — and becomes
+ACP's McpServer array (env and headers as `[{name, value}]`), handed on `session/new`, `session/load` and
+`session/fork`. Entry-level `max_concurrent` (turns at once) and `timeout` (seconds one turn may take) apply to
+both kinds. The top-level `agentSessions` object holds the session retention, `{"maxAgeDays": N}`: sessions not
+used for N days are deleted (default: kept). Rules: plain data in, frozen specs out; a malformed entry is one
+ConfigError naming it; no I/O (but looking for the bwrap program of a sandboxed entry), no clients.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +32,12 @@ DEFAULT_TURN_TIMEOUT = 600.0
 DEFAULT_IDLE = 600.0
 APPROVE = ("ask", "reads", "all")
 """ACP permission policy: ask every time, approve read-only tool kinds and ask the rest, approve all."""
+_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _ACP_KEYS = frozenset({"command", "args", "env", "cwd", "approve", "max_concurrent", "idle", "mcpServers",
                        *SANDBOX_KEYS})
+_ACP_REMOTE_KEYS = frozenset({"url", "headers", "tokenEnv"})
+_ACP_LOCAL_ONLY = frozenset({"command", "args", "env", *SANDBOX_KEYS})
 _STDIO_KEYS = frozenset({"command", "args", "env"})
 _REMOTE_KEYS = frozenset({"url", "headers", "type"})
 REMOTE_TYPES = ("http", "sse")
@@ -46,7 +51,7 @@ class AgentSpec:
     namespace: str
     name: str
     kind: str  # "a2a" or "acp"
-    url: str = ""  # a2a: base URL or card URL
+    url: str = ""  # a2a: base URL or card URL; acp: a remote agent's ACP endpoint (instead of command)
     command: str = ""  # acp
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
@@ -58,6 +63,8 @@ class AgentSpec:
     description: str = ""
     mcp_servers: tuple[dict[str, Any], ...] = ()  # acp: ACP McpServer wire objects
     sandbox: Sandbox | None = None  # acp: run the agent under bwrap
+    headers: dict[str, str] = field(default_factory=dict)  # acp url: sent on every request
+    token_env: str = ""  # acp url: the environment variable holding its bearer token
 
     @property
     def ref(self) -> str:
@@ -122,9 +129,14 @@ def _mcp_servers(key: str, value: Any) -> tuple[dict[str, Any], ...]:
 def _acp(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f'agent {key!r}: "acp" must be an object with a "command"')
-    unknown = sorted(set(value) - _ACP_KEYS)
+    unknown = sorted(set(value) - _ACP_KEYS - _ACP_REMOTE_KEYS)
     if unknown:
-        raise ConfigError(f"agent {key!r}: unknown acp keys {unknown} (known: {sorted(_ACP_KEYS)})")
+        raise ConfigError(f"agent {key!r}: unknown acp keys {unknown} (known: {sorted(_ACP_KEYS | _ACP_REMOTE_KEYS)})")
+    if "url" in value:
+        return _acp_remote(key, value)
+    misplaced = sorted(set(value) & (_ACP_REMOTE_KEYS - {"url"}))
+    if misplaced:
+        raise ConfigError(f'agent {key!r}: acp {misplaced[0]} is for a remote agent ("url")')
     command = value.get("command")
     if not isinstance(command, str) or not command:
         raise ConfigError(f'agent {key!r}: acp needs a "command" string')
@@ -151,6 +163,49 @@ def _acp(key: str, value: Any) -> dict[str, Any]:
         out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
                                             whole=True))
     return out
+
+
+def _acp_remote(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """An acp entry with `url`: a remote agent over ACP's network transport."""
+    local = sorted(set(value) & _ACP_LOCAL_ONLY)
+    if local:
+        raise ConfigError(f'agent {key!r}: acp {local[0]} does not go with "url" (it is for a spawned agent)')
+    url = value["url"]
+    if not isinstance(url, str) or not url.lower().startswith(("ws://", "wss://", "http://", "https://")):
+        raise ConfigError(f"agent {key!r}: acp url must be a ws://, wss://, http:// or https:// URL")
+    headers = value.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and _HEADER.fullmatch(k) and isinstance(v, str) and not set(v) & {"\r", "\n"}
+            for k, v in headers.items()):
+        raise ConfigError(f"agent {key!r}: acp headers must be an object of strings (one line each)")
+    token_env = value.get("tokenEnv", "")
+    if not isinstance(token_env, str) or (token_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env)):
+        raise ConfigError(f"agent {key!r}: acp tokenEnv must name an environment variable")
+    cwd = value.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+        raise ConfigError(f"agent {key!r}: acp cwd must be an absolute path")
+    approve = value.get("approve", "ask")
+    if approve not in APPROVE:
+        raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
+    out: dict[str, Any] = {"url": url, "headers": dict(headers), "token_env": token_env, "cwd": cwd,
+                           "approve": approve, "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
+    out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
+    if "max_concurrent" in value:
+        out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
+                                            whole=True))
+    return out
+
+
+def remote_headers(spec: AgentSpec, environ: Mapping[str, str]) -> dict[str, str]:
+    """The headers an acp `url` entry sends: its `headers`, and `Authorization: Bearer $tokenEnv`;
+    ConfigError when that variable is unset."""
+    headers = dict(spec.headers)
+    if spec.token_env:
+        token = environ.get(spec.token_env, "")
+        if not token:
+            raise ConfigError(f"agent {spec.ref!r}: acp tokenEnv {spec.token_env} is not set")
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
 
 
 def parse_agents(data: Any) -> dict[str, AgentSpec]:

@@ -1,8 +1,10 @@
 """ws_client: a blocking RFC 6455 client — `connect(url)`, then `send`, `recv`, `ping`, `close`.
 
 For tests, the CLI and remote agent hosts: one socket, no thread. `recv` answers pings itself and
-returns whole messages (str for text, bytes for binary); `close` runs the closing handshake. ws://
-and wss:// (ssl, the system's trust store unless a context is given). Rules: every failure —
+returns whole messages (str for text, bytes for binary); `close` runs the closing handshake; `send_close`
+and `abort` end it from another thread than the one in `recv`. The handshake response's headers stay
+readable (`headers`, and every `Set-Cookie` in `set_cookies`). ws:// and wss:// (ssl, the system's trust
+store unless a context is given). Rules: every failure —
 refused handshake, broken protocol, a closed connection, a timeout — is a WsClientError (a
 timeout is also a TimeoutError); the close code and reason the server sent stay readable.
 """
@@ -27,10 +29,11 @@ MAX_HEAD = 65536
 class WsClientError(Exception):
     """The connection failed or is closed; `code`/`reason`: the close seen (None when none was)."""
 
-    def __init__(self, message: str, code: int | None = None, reason: str = "") -> None:
+    def __init__(self, message: str, code: int | None = None, reason: str = "", status: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
+        self.status = status  # the HTTP status of a refused handshake
 
 
 class WsTimeout(WsClientError, TimeoutError):
@@ -50,8 +53,8 @@ def _split(url: str) -> tuple[bool, str, int, str]:
     return secure, parts.hostname, port, target
 
 
-def _read_head(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """The response's status, headers (lower-case names) and the bytes after its head."""
+def _read_head(sock: socket.socket) -> tuple[int, dict[str, str], list[str], bytes]:
+    """The response's status, headers (lower-case names), its Set-Cookie values and the bytes after its head."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         if len(buf) > MAX_HEAD:
@@ -66,11 +69,14 @@ def _read_head(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
     if len(words) < 2 or not words[0].startswith("HTTP/") or not words[1].isdigit():
         raise WsClientError(f"not an HTTP response: {lines[0][:100]!r}")
     headers: dict[str, str] = {}
+    cookies: list[str] = []
     for line in lines[1:]:
         name, _, value = line.partition(":")
         key = name.strip().lower()
+        if key == "set-cookie":
+            cookies.append(value.strip())
         headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    return int(words[1]), headers, rest
+    return int(words[1]), headers, cookies, rest
 
 
 def connect(url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 10.0,
@@ -95,9 +101,9 @@ def connect(url: str, *, headers: Mapping[str, str] | None = None, timeout: floa
             lines.append("Sec-WebSocket-Protocol: " + ", ".join(subprotocols))
         lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        status, got, rest = _read_head(sock)
+        status, got, cookies, rest = _read_head(sock)
         if status != 101:
-            raise WsClientError(f"the server refused the WebSocket upgrade: HTTP {status}")
+            raise WsClientError(f"the server refused the WebSocket upgrade: HTTP {status}", status=status)
         if "websocket" not in ws.tokens(got.get("upgrade")) or "upgrade" not in ws.tokens(got.get("connection")):
             raise WsClientError("the 101 response lacks Upgrade: websocket / Connection: Upgrade")
         if got.get("sec-websocket-accept") != ws.accept_key(key):
@@ -112,7 +118,9 @@ def connect(url: str, *, headers: Mapping[str, str] | None = None, timeout: floa
         if isinstance(exc, WsClientError):
             raise
         raise WsClientError(f"WebSocket handshake with {host}:{port} failed: {exc}") from None
-    return WsClient(sock, rest, chosen, max_message=max_message)
+    client = WsClient(sock, rest, chosen, max_message=max_message)
+    client.headers, client.set_cookies = got, cookies
+    return client
 
 
 class WsClient:
@@ -123,6 +131,8 @@ class WsClient:
         self.subprotocol = subprotocol
         self.close_code: int | None = None  # the code of the server's close frame (1005: none named)
         self.close_reason = ""
+        self.headers: dict[str, str] = {}  # the handshake response's (lower-case names)
+        self.set_cookies: list[str] = []  # its Set-Cookie values, in order
         self._decoder = ws.Decoder(server=False, max_frame=max_message, max_message=max_message)
         self._pending: collections.deque[ws.Event] = collections.deque()
         self._messages: collections.deque[str | bytes] = collections.deque()
@@ -195,6 +205,20 @@ class WsClient:
                 self._next_event(deadline)
         except WsClientError:
             pass
+        self._drop()
+
+    def send_close(self, code: int = 1000, reason: str = "") -> None:
+        """Send our close frame and return: the thread in `recv` sees the server's answer (then the end)."""
+        if self._close_sent or self._gone:
+            return
+        self._close_sent = True
+        with contextlib.suppress(WsClientError):
+            self._write(ws.close_frame(code, reason, masked=True))
+
+    def abort(self) -> None:
+        """End the connection now, without a handshake: a thread blocked in `recv` wakes with WsClientError."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self._drop()
 
     # ---- in -----------------------------------------------------------------------------------------

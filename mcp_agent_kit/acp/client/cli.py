@@ -1,5 +1,5 @@
-"""acp.client.cli: `mcp-agent-kit acp probe|prompt|chat [OPTIONS] -- CMD [ARGS...]` — drive an ACP agent
-from a terminal.
+"""acp.client.cli: `mcp-agent-kit acp probe|prompt|chat [OPTIONS] -- CMD [ARGS...]` (or `--url URL`) — drive
+an ACP agent from a terminal.
 
 `probe` spawns the agent, sends `initialize` and prints one JSON object; `prompt` runs one turn
 (text streamed to stdout, tool calls and plans to stderr, or one JSON object with `--json`);
@@ -9,8 +9,11 @@ first SIGINT sends `session/cancel`, a second one stops the agent. Permission qu
 `--approve all|reads|none`; without it an interactive terminal is asked and a non-interactive run
 denies. The agent starts in `--cwd`, but a relative path in its command (`python agent.py`) means
 the file here. Without `--`, a trailing command we do not know is the agent's (as `probe CMD`);
-anything else unknown is one line naming `--`. Rules: argument parsing and printing only; the
-work is acp.client's.
+anything else unknown is one line naming `--`. `--url ws://HOST/acp` (or wss://, http://, https://) reaches a
+remote agent over ACP's network transport instead of a command, with `--header NAME:VALUE` (repeatable) and
+`--token T` (a bearer token) for its auth, never printed; a refused connection, a 401/403, a 404 path or a
+server that speaks neither profile is one line (naming --token/--header where credentials are wanted).
+Rules: argument parsing and printing only; the work is acp.client's.
 """
 
 from __future__ import annotations
@@ -36,9 +39,16 @@ CANCELLED_OR_REFUSED = 3
 STOP_EXIT = {wire.END_TURN: OK, wire.CANCELLED: CANCELLED_OR_REFUSED, wire.REFUSAL: CANCELLED_OR_REFUSED}
 DEFAULT_TIMEOUT = 600.0
 AFTER = "-- CMD [ARGS...]"
+WHERE = "(--url URL | -- CMD [ARGS...])"
 
 
 def _common(parser: Parser, session: bool) -> None:
+    parser.add_argument("--url", metavar="URL",
+                        help="a remote agent's ACP endpoint (ws://, wss://, http://, https://HOST[:PORT]/acp) "
+                             "instead of a command")
+    parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                        help="send this header to the remote agent (--url; repeatable)")
+    parser.add_argument("--token", metavar="TOKEN", help="a bearer token for the remote agent (--url)")
     parser.add_argument("--env", action="append", default=[], metavar="K=V",
                         help="set a variable for the agent (repeatable); the agent otherwise gets only a minimal "
                              "environment (HOME, PATH, USER, LANG, ...)")
@@ -65,17 +75,17 @@ def parser() -> Parser:
     top = Parser(prog=prog("acp"), description="Drive an Agent Client Protocol (v1) agent: give its command after --.")
     commands = top.add_subparsers(dest="command", required=True, metavar="probe|prompt|chat")
     probe = commands.add_parser("probe", prog=prog("acp probe"), help="spawn the agent, initialize, print its answer",
-                                usage=f"%(prog)s [--env K=V ...] [--timeout S] {AFTER}")
+                                usage=f"%(prog)s [--env K=V ...] [--timeout S] {WHERE}")
     _common(probe, session=False)
     turn = commands.add_parser("prompt", prog=prog("acp prompt"), help="run one turn and print what the agent said",
-                               usage=f"%(prog)s [OPTIONS] TEXT {AFTER}")
+                               usage=f"%(prog)s [OPTIONS] TEXT {WHERE}")
     _common(turn, session=True)
     turn.add_argument("--json", action="store_true",
                       help="print one JSON object (sessionId, stopReason, text, toolCalls, permissions, "
                            "files_written) instead of streaming")
     turn.add_argument("text", metavar="TEXT", help="the prompt")
     chat = commands.add_parser("chat", prog=prog("acp chat"), help="an interactive multi-turn session",
-                               usage=f"%(prog)s [OPTIONS] {AFTER}")
+                               usage=f"%(prog)s [OPTIONS] {WHERE}")
     _common(chat, session=True)
     return top
 
@@ -137,11 +147,32 @@ def spawn(args: Any, command: list[str], session: bool) -> AcpAgent:
     timeouts = Timeouts(initialize=min(60.0, timeout), request=timeout, turn=timeout)
     policy = choose_policy(args.approve) if session else DenyAll()
     cwd = getattr(args, "cwd", None)
-    agent = AcpAgent(anchored(command, cwd), env=parse_env(args.env), cwd=cwd, options=options,
-                     policy=policy, timeouts=timeouts,
-                     log=lambda message: print(f"[acp] {one_line(message)}", file=sys.stderr))
+    log = lambda message: print(f"[acp] {one_line(message)}", file=sys.stderr)  # noqa: E731
+    if args.url:
+        agent = AcpAgent([], url=args.url, headers=remote_headers(args), cwd=cwd, options=options, policy=policy,
+                         timeouts=timeouts, log=log)
+    else:
+        agent = AcpAgent(anchored(command, cwd), env=parse_env(args.env), cwd=cwd, options=options,
+                         policy=policy, timeouts=timeouts, log=log)
     agent.start()
     return agent
+
+
+def remote_headers(args: Any) -> dict[str, str]:
+    from mcp_agent_kit.acp.client.network import auth_headers
+
+    if args.env:
+        raise CliError("--env sets a spawned agent's environment; a remote agent (--url) has its own",
+                       "leave out --env", USAGE)
+    try:
+        return auth_headers(args.header, args.token)
+    except ValueError as exc:
+        raise CliError(str(exc), "write it as --header NAME:VALUE", USAGE) from None
+
+
+REMOTE_FIXES = {401: "pass --token TOKEN or --header NAME:VALUE with the server's credentials",
+                403: "check --token/--header (and that this server lets this client in)",
+                404: "check the URL's path (ACP servers usually serve /acp)"}
 
 
 def configure(session: Session, args: Any) -> None:
@@ -319,10 +350,14 @@ def parse(argv: list[str]) -> tuple[Any, list[str]]:
 
 def main(argv: list[str]) -> int:
     args, command = parse(argv)
-    if not command:
-        return fail("no agent command given", f"put it after --, e.g. '{prog('acp')} {args.command} -- gemini --acp'",
-                    USAGE)
+    if args.url and command:
+        return fail("give either --url or an agent command, not both", "drop one of them", USAGE)
+    if not args.url and (args.header or args.token):
+        return fail("--header and --token are for a remote agent", "give its --url", USAGE)
+    if not command and not args.url:
+        return fail("no agent command given", f"put it after --, e.g. '{prog('acp')} {args.command} -- gemini --acp'"
+                    " (or give a remote agent's --url)", USAGE)
     try:
         return MAINS[args.command](args, command)
     except AcpError as exc:
-        return fail(one_line(str(exc)), None, FAILED)
+        return fail(one_line(str(exc)), REMOTE_FIXES.get(getattr(exc, "status", None) or 0), FAILED)

@@ -9,9 +9,13 @@ what the agent advertised, never on versions. The agent's own requests are serve
 `terminal/*` confined to the session's directories. When the agent dies, the next use of a session
 respawns it, re-initializes, re-authenticates, and tries `session/load` before falling back to
 `session/new`. With a `sandbox` (sandbox.Sandbox), the agent and the commands it runs through
-`terminal/*` run under bubblewrap, its spawn `cwd` (ours when none) the writable workspace. Every wait is
-bounded (`Timeouts`). Rules: imports `wire`, `safefile` (through acp.client.files), `process` (the one
-child-process manager), `sandbox` (bwrap's command line) and the acp modules.
+`terminal/*` run under bubblewrap, its spawn `cwd` (ours when none) the writable workspace.
+`AcpAgent.connect(url, headers=...)` reaches a remote agent over ACP's network transport instead
+(acp.client.remote: WebSocket or Streamable HTTP, chosen by the URL's scheme); the same line driver reads
+and writes it, so everything above is the same, and a dropped connection is opened again (cookies kept)
+where a dead process would be respawned. Every wait is bounded (`Timeouts`). Rules: imports `wire`,
+`safefile` (through acp.client.files), `process` (the one child-process manager), `sandbox` (bwrap's
+command line) and the acp modules.
 """
 
 from __future__ import annotations
@@ -28,20 +32,17 @@ from typing import Any
 import mcp_agent_kit.logs as logs
 from mcp_agent_kit.acp.client import events as ev
 from mcp_agent_kit.acp.client import files
+from mcp_agent_kit.acp.client.asking import PermissionAsking
 from mcp_agent_kit.acp.client.errors import AcpError, AgentCrashed, NotSupported
+from mcp_agent_kit.acp.client.network import open_link
 from mcp_agent_kit.acp.client.permissions import (
     AnyPolicy,
     DenyAll,
-    LaterPolicy,
-    PermissionOption,
-    PermissionRequest,
-    Policy,
-    parse_options,
-    selected,
 )
+from mcp_agent_kit.acp.client.remote import CookieJar, Link, RemoteError
 from mcp_agent_kit.acp.client.session import Session
 from mcp_agent_kit.acp.client.terminals import Terminals
-from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, Deferred, RequestTimeout
+from mcp_agent_kit.acp.connection import Connection, ConnectionClosed, RequestTimeout
 from mcp_agent_kit.process import PeerProcess, SpawnError
 from mcp_agent_kit.sandbox import Sandbox, SandboxError
 from mcp_agent_kit.wire import acp as wire
@@ -99,19 +100,23 @@ class AgentInfo:
                 "authMethods": self.auth_methods, "agentCapabilities": self.agent_capabilities}
 
 
-class AcpAgent:
+class AcpAgent(PermissionAsking):
     """One ACP agent process and the client side of its connection (use `AcpAgent.spawn`)."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                  options: ClientOptions | None = None, policy: AnyPolicy | None = None,
                  timeouts: Timeouts | None = None, log: Callable[[str], None] | None = None,
                  on_notification: Callable[[str, Any], None] | None = None, sandbox: Sandbox | None = None,
-                 sandbox_binds: Sequence[str] = ()) -> None:
+                 sandbox_binds: Sequence[str] = (), url: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.argv, self.env, self.cwd = list(argv), dict(env or {}), cwd
+        self.url, self.headers = url, dict(headers or {})  # a remote agent (argv unused); headers never logged
+        self.link: Link | None = None
+        self.cookies = CookieJar()
         self.sandbox, self.sandbox_binds = sandbox, tuple(sandbox_binds)  # binds: read-only, where present
         self.options = options or ClientOptions()
         self.policy: AnyPolicy = policy or DenyAll()
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts: Timeouts = timeouts or Timeouts()
         self._log = log or logs.logger("mcp_agent_kit.acp").warning
         self.on_notification = on_notification
         self.info: AgentInfo | None = None
@@ -134,6 +139,14 @@ class AcpAgent:
         agent.start()
         return agent
 
+    @classmethod
+    def connect(cls, url: str, headers: Mapping[str, str] | None = None, **kwargs: Any) -> AcpAgent:
+        """Connect to the remote agent at `url` (ws://, wss://, http://, https://; see __init__ for the
+        keywords; `sandbox` does not apply); RemoteError (an AcpError) when it cannot be reached."""
+        agent = cls([], url=url, headers=headers, **kwargs)
+        agent.start()
+        return agent
+
     def __enter__(self) -> AcpAgent:
         return self
 
@@ -152,18 +165,32 @@ class AcpAgent:
 
     @property
     def running(self) -> bool:
-        """Whether the agent process lives and its output is still open."""
+        """Whether the agent process lives (a remote agent: its connection) and its output is still open."""
         return (self._connection is not None and not self._connection.closed.is_set()
-                and self.process is not None and self.process.returncode() is None)
+                and (self.link is not None or (self.process is not None and self.process.returncode() is None)))
 
     def start(self) -> None:
-        """Spawn the agent process and start reading it (a new generation: old sessions need restoring)."""
+        """Spawn the agent process (or connect to the remote agent) and start reading it (a new generation:
+        old sessions need restoring)."""
+        if self.url is not None:
+            self.link = open_link(self.url, headers=self.headers, jar=self.cookies, timeout=self.timeouts.initialize,
+                                  max_in=self.options.max_line, log=self._log)
+            self.generation += 1
+            link = self.link
+            self._connection = self._connect(link.reader, link.writer, lambda: link.end_reason)
+            return
         try:
             argv = self.argv if self.sandbox is None else self._sandboxed(self.argv, None)
             self.process = process = PeerProcess(argv, env=self.env, cwd=self.cwd, lasting=self.sandbox is not None)
         except (SpawnError, SandboxError) as exc:
             raise AcpError(str(exc)) from None
         self.generation += 1
+        self._connection = self._connect(process.stdout, process.stdin, lambda: self._exit_reason(process))
+        threading.Thread(target=self._watch_exit, args=(process, self._connection), name="acp-agent-exit",
+                         daemon=True).start()
+
+    def _connect(self, reader: Any, writer: Any, close_reason: Callable[[], str]) -> Connection:
+        """The connection over the agent's output (`reader`) and input (`writer`), its handlers in place."""
         handlers: dict[str, Callable[[Any], Any]] = {wire.REQUEST_PERMISSION: self._permission}
         if self.options.read_files:
             handlers[wire.FS_READ_TEXT_FILE] = lambda p: files.read_text_file(self._session_of(p).roots, p)
@@ -177,12 +204,10 @@ class AcpAgent:
                 wire.TERMINAL_KILL: self.terminals.kill,
                 wire.TERMINAL_RELEASE: self.terminals.release,
             })
-        self._connection = Connection(
-            process.stdout, process.stdin, handlers=handlers, notifications={wire.SESSION_UPDATE: self._update},
-            fallback=self._unknown_notification, log=self._log, close_reason=lambda: self._exit_reason(process),
+        return Connection(
+            reader, writer, handlers=handlers, notifications={wire.SESSION_UPDATE: self._update},
+            fallback=self._unknown_notification, log=self._log, close_reason=close_reason,
             max_line=self.options.max_line, max_junk=self.options.max_junk_lines, name="agent").start()
-        threading.Thread(target=self._watch_exit, args=(process, self._connection), name="acp-agent-exit",
-                         daemon=True).start()
 
     @staticmethod
     def _exit_reason(process: PeerProcess) -> str:
@@ -202,8 +227,15 @@ class AcpAgent:
         connection.fail_pending(ConnectionClosed(f"the agent {process.describe_exit()}, but its output stayed open"))
 
     def stop_process(self, reason: str, quiet: bool = False) -> None:
-        """Stop the agent process now (stdin closed, SIGTERM, SIGKILL of the group); pending requests fail."""
-        process, connection = self.process, self._connection
+        """Stop the agent process now (stdin closed, SIGTERM, SIGKILL of the group; a remote agent: its
+        connection closed); pending requests fail."""
+        process, connection, link = self.process, self._connection, self.link
+        if link is not None and connection is not None:
+            connection.close(f"the connection was closed: {reason}")
+            link.stop(self.timeouts.stop_grace)
+            connection.join(2.0)
+            connection.fail_pending(ConnectionClosed(f"the connection was closed: {reason}"))
+            return
         if process is None or connection is None:
             return
         if not quiet:
@@ -225,7 +257,8 @@ class AcpAgent:
     def close(self) -> None:
         """End every terminal and the agent process (bounded)."""
         self.terminals.close_all()
-        if self.running or (self.process is not None and self.process.returncode() is None):
+        if self.running or (self.process is not None and self.process.returncode() is None) or (
+                self.link is not None and self._connection is not None and not self._connection.closed.is_set()):
             self.stop_process("the client closed it", quiet=True)
 
     def stderr_text(self) -> str:
@@ -239,11 +272,17 @@ class AcpAgent:
         try:
             return self._connection.request(method, params, timeout=timeout or self.timeouts.request)
         except ConnectionClosed as exc:
-            raise AgentCrashed(f"{method} failed: {exc}") from None
+            raise self._refusal() or AgentCrashed(f"{method} failed: {exc}") from None
         except RequestTimeout as exc:
+            if self.link is not None:
+                raise AcpError(str(exc)) from None
             raise AcpError(f"{exc}; stderr: {self.stderr_text()[-300:] or '(empty)'}") from None
         except RpcError as exc:
-            raise AcpError(f"{method} failed: {exc}", exc.code) from exc
+            raise self._refusal() or AcpError(f"{method} failed: {exc}", exc.code) from exc
+
+    def _refusal(self) -> RemoteError | None:
+        """Why the remote agent's connection could not be set up, when that is why a call failed."""
+        return self.link.failure if self.link is not None else None
 
     def initialize(self) -> AgentInfo:
         """`initialize` with protocolVersion 1; AcpError when the agent answers with another version."""
@@ -394,8 +433,9 @@ class AcpAgent:
             if self.running and session.generation == self.generation:
                 return
             if not self.running:
-                reason = self.process.describe_exit() if self.process else "it was not started"
-                self._log(f"the agent is gone ({reason}); starting it again")
+                reason = (self.link.end_reason if self.link else self.process.describe_exit() if self.process
+                          else "it was not started")
+                self._log(f"the agent is gone ({reason}); " + ("connecting again" if self.url else "starting it again"))
                 self.close()
                 self.start()
                 self.initialize()
@@ -456,93 +496,6 @@ class AcpAgent:
             raise
         session.deliver(ev.FileWritten(session.id, "file_written", {"path": path}, str(path), None))
 
-    def _permission(self, params: Any) -> dict[str, Any] | Deferred:
-        """The agent's question: a LaterPolicy is asked without holding this thread (the answer is written when it
-        replies, on its thread); any other is asked here (see _decide)."""
-        session = self._session_of(params)
-        tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
-        tool_id = tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) else None
-        merged = {**session.tool_calls.get(tool_id or "", {}), **tool}
-        request = PermissionRequest(session.id, tool_id, merged.get("title"), merged.get("kind"), merged,
-                                    parse_options(params.get("options")), params)
-        policy = self.policy
-        if not isinstance(policy, LaterPolicy):
-            return self._decided(session, request, self._decide(session, request, policy))
-        deferred, once = Deferred(), threading.Lock()
-
-        def reply(option: PermissionOption | None) -> None:
-            if not once.acquire(blocking=False):
-                return  # answered already
-            cancelling = session.cancelling
-            if (cancelling is not None and cancelling.is_set()) or option not in request.options:
-                option = None
-            try:
-                deferred.resolve(self._decided(session, request, option))
-            except Exception as exc:
-                self._log(f"agent: handler for {wire.REQUEST_PERMISSION} failed: {type(exc).__name__}: {exc}")
-                deferred.reject(RpcError(wire.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
-
-        cancelling = session.cancelling
-        if cancelling is not None and cancelling.is_set():
-            reply(None)
-            return deferred
-        try:
-            policy.decide_later(request, reply)
-        except Exception as exc:
-            self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
-            reply(None)
-        return deferred
-
-    @staticmethod
-    def _decided(session: Session, request: PermissionRequest, option: PermissionOption | None) -> dict[str, Any]:
-        """Record the decision in the session; the `session/request_permission` result that says it."""
-        outcome = wire.OUTCOME_SELECTED if option else wire.OUTCOME_CANCELLED
-        session.deliver(ev.PermissionDecision(session.id, "permission", request.raw, request.tool_call_id, outcome,
-                                              option.option_id if option else None, option.kind if option else None))
-        return selected(option)
-
-    def _decide(self, session: Session, request: PermissionRequest, policy: Policy) -> PermissionOption | None:
-        """The blocking policy's answer, or None (cancelled) once the turn is cancelled or the question times out.
-
-        An `inline` policy (one that answers at once, or waits on its own bounded signal that a cancel of the
-        turn wakes: the built-in ones) is asked on this request's own handler thread. Any other
-        may block for good (a terminal prompt): it runs on a helper thread this one stops waiting for when
-        the turn is cancelled or the permission timeout passes; either wakes the wait, nothing polls."""
-        cancelling = session.cancelling
-        if cancelling is not None and cancelling.is_set():
-            return None
-        if getattr(policy, "inline", False):
-            option = self._ask(request, policy)
-            cancelling = session.cancelling
-            return None if cancelling is not None and cancelling.is_set() else option
-        answer: list[PermissionOption | None] = []
-        done = threading.Event()
-        remove = session.on_cancel(done.set)
-
-        def ask() -> None:
-            try:
-                answer.append(self._ask(request, policy))
-            finally:
-                done.set()
-
-        try:
-            threading.Thread(target=ask, name="acp-permission", daemon=True).start()
-            done.wait(self.timeouts.permission)
-        finally:
-            remove()
-        cancelling = session.cancelling
-        if cancelling is not None and cancelling.is_set():
-            return None
-        return answer[0] if answer else None
-
-    def _ask(self, request: PermissionRequest, policy: Policy) -> PermissionOption | None:
-        """The policy's choice if it is one of the request's options (None: cancelled; a failing policy too)."""
-        try:
-            option = policy.decide(request)
-        except Exception as exc:
-            self._log(f"the permission policy failed ({type(exc).__name__}: {exc}); answering cancelled")
-            return None
-        return option if option in request.options else None
 
 
 def _absolute(path: str) -> str:
