@@ -66,7 +66,7 @@ class LiveError(Exception):
 
 
 @dataclass(frozen=True)
-class Call:
+class LiveCall:
     """One request: its id (echoed), action and payload."""
 
     id: str | int | None
@@ -168,7 +168,7 @@ class LiveSession:
             if answer is not None:
                 self._respond(call, answer)
 
-    def _parse(self, message: str | bytes) -> Call:
+    def _parse(self, message: str | bytes) -> LiveCall:
         size = len(message.encode() if isinstance(message, str) else message)
         if size > self.max_message:
             raise _Refused("too_big", f"the message is {size} bytes; at most {self.max_message} are allowed")
@@ -203,7 +203,7 @@ class LiveSession:
             if not isinstance(token, str) or self.csrf_check is None or not self.csrf_check(token):
                 raise _Refused("csrf", "this connection signed in with the page's cookie: send the page's CSRF "
                                        "token as \"csrf\" on every request (GET /api/session)", request_id, action)
-        return Call(request_id, action, payload)
+        return LiveCall(request_id, action, payload)
 
     def _send(self, message: dict[str, Any]) -> None:
         try:
@@ -211,7 +211,7 @@ class LiveSession:
         except Exception:  # a broken transport must not break the board's listener or the caller
             log.exception("live API: sending failed")
 
-    def _respond(self, call: Call, payload: dict[str, Any]) -> None:
+    def _respond(self, call: LiveCall, payload: dict[str, Any]) -> None:
         self._send({"id": call.id, "type": "response", "action": call.action, "payload": payload,
                     "timestamp": now()})
 
@@ -239,7 +239,7 @@ class LiveSession:
     def tasks(self, state: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
         return [task for task in self.board.list_tasks(state=state, agent=agent) if self.owns(task)]
 
-    def on_task(self, call: Call, act: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    def on_task(self, call: LiveCall, act: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
         """`act(task_id)` on the task the payload names, once this session may see it."""
         task_id = task_id_of(call.payload)
         self.task(task_id)
@@ -263,7 +263,7 @@ class LiveSession:
                     self._told[task.get("id")] = task
                     self.notify("task.updated", {"task": task, "seq": change.get("seq")})
 
-    def subscribe_task(self, call: Call) -> None:
+    def subscribe_task(self, call: LiveCall) -> None:
         task_id = task_id_of(call.payload)
         after = _field(call.payload, "after", (int,), "a sequence number (0: from the start)") or 0
         if after < 0:
@@ -284,7 +284,7 @@ class LiveSession:
         if self._closed:
             cursor.stop()
 
-    def unsubscribe_task(self, call: Call) -> dict[str, Any]:
+    def unsubscribe_task(self, call: LiveCall) -> dict[str, Any]:
         task_id = task_id_of(call.payload)
         self.task(task_id)
         with self._lock:
@@ -293,7 +293,7 @@ class LiveSession:
             cursor.stop()
         return {"success": True, "task_id": task_id}
 
-    def subscribe_board(self, call: Call) -> None:
+    def subscribe_board(self, call: LiveCall) -> None:
         self._listen()
         with self._board_lock:
             self._watch_board = True
@@ -323,7 +323,7 @@ class _Refused(LiveError):
         self.id, self.action = request_id, action
 
 
-class WsConnection(Protocol):
+class LiveConnection(Protocol):
     """What LiveSocket uses of httpd.ws_server's connection (thread-safe there)."""
 
     @property
@@ -342,24 +342,24 @@ class LiveSocket:
         self.board, self.cookie_auth, self.csrf_check, self.max_message = board, cookie_auth, csrf_check, max_message
         self.session: LiveSession | None = None
 
-    def opened(self, conn: WsConnection) -> None:
+    def opened(self, conn: LiveConnection) -> None:
         def send(message: dict[str, Any]) -> None:
             conn.send(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
 
         self.session = LiveSession(self.board, conn.principal, send, cookie_auth=self.cookie_auth,
                                    csrf_check=self.csrf_check, max_message=self.max_message)
 
-    def received(self, conn: WsConnection, message: str | bytes) -> None:
+    def received(self, conn: LiveConnection, message: str | bytes) -> None:
         if self.session is not None:
             self.session.handle(message)
 
-    def closed(self, conn: WsConnection, code: int, reason: str) -> None:
+    def closed(self, conn: LiveConnection, code: int, reason: str) -> None:
         if self.session is not None:
             self.session.close()
 
 
 # ---- the actions ------------------------------------------------------------------------------------------
-def _status(session: LiveSession, call: Call) -> dict[str, Any]:
+def _status(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     status = session.board.status()
     tasks = session.tasks()
     return {"running": status["running"], "active_agents": sum(task["state"] in ACTIVE for task in tasks),
@@ -367,14 +367,14 @@ def _status(session: LiveSession, call: Call) -> dict[str, Any]:
             "max_concurrent": status["max_concurrent"]}
 
 
-def _queue(session: LiveSession, call: Call) -> dict[str, Any]:
+def _queue(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     queued = session.tasks(state=QUEUED)  # creation order; the scheduler takes them by priority, then that
     order = {task["id"]: index for index, task in enumerate(queued)}
     queued.sort(key=lambda task: (RANK.get(task["priority"], len(RANK)), order[task["id"]]))
     return {"tasks": queued}
 
 
-def _start(session: LiveSession, call: Call) -> dict[str, Any]:
+def _start(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     """Make the task go: a held one is released; a queued or running one is left as it is (the scheduler
     starts queued tasks as slots free up). agent_type must be the task's agent; priority re-orders it."""
     task = session.task(task_id_of(call.payload))
@@ -393,32 +393,32 @@ def _start(session: LiveSession, call: Call) -> dict[str, Any]:
             "state": task["state"]}
 
 
-def _trigger(session: LiveSession, call: Call) -> dict[str, Any]:
+def _trigger(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     task = session.task(task_id_of(call.payload))
     if task["state"] != QUEUED:
         task = session.board.release_task(task["id"])
     return {"success": True, "task_id": task["id"], "state": task["state"]}
 
 
-def _stop(session: LiveSession, call: Call) -> dict[str, Any]:
+def _stop(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     reason, force = text(call.payload, "reason"), flag(call.payload, "force")
     task = session.on_task(call, session.board.cancel_task)  # the board always stops the agent: force or not
     log.info("live API: task %s cancelled (%s)%s", task["id"], reason or "no reason given", " [force]" * force)
     return {"success": True, "task_id": task["id"], "state": task["state"]}
 
 
-def _prompt(session: LiveSession, call: Call) -> dict[str, Any]:
+def _prompt(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     prompt = text(call.payload, "prompt", required=True)
     task = session.on_task(call, lambda task_id: session.board.prompt_task(task_id, prompt))
     return {"success": True, "task_id": task["id"], "state": task["state"]}
 
 
-def _complete(session: LiveSession, call: Call) -> dict[str, Any]:
+def _complete(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     task = session.on_task(call, lambda task_id: session.board.accept_task(task_id, merge=False))
     return {"success": True, "task_id": task["id"], "state": task["state"]}
 
 
-def _create(session: LiveSession, call: Call) -> dict[str, Any]:
+def _create(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     payload = call.payload
     prompt = text(payload, "description") or text(payload, "prompt")
     if prompt is None:
@@ -437,27 +437,27 @@ def _create(session: LiveSession, call: Call) -> dict[str, Any]:
     return {**task, **echoed}
 
 
-def _get(session: LiveSession, call: Call) -> dict[str, Any]:
+def _get(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     return session.task(task_id_of(call.payload))
 
 
-def _list(session: LiveSession, call: Call) -> dict[str, Any]:
+def _list(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     return {"tasks": session.tasks(text(call.payload, "state"), text(call.payload, "agent"))}
 
 
-def _answer(session: LiveSession, call: Call) -> dict[str, Any]:
+def _answer(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     answer = _field(call.payload, "answer", (str, dict), "an option id or an object", required=True)
     result: dict[str, Any] = session.on_task(call, lambda task_id: session.board.answer_task(task_id, answer))
     return result
 
 
-def _accept(session: LiveSession, call: Call) -> dict[str, Any]:
+def _accept(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     merge = flag(call.payload, "merge")
     result: dict[str, Any] = session.on_task(call, lambda task_id: session.board.accept_task(task_id, merge=merge))
     return result
 
 
-def _agents(session: LiveSession, call: Call) -> dict[str, Any]:
+def _agents(session: LiveSession, call: LiveCall) -> dict[str, Any]:
     tasks = session.tasks()
     return {"agents": [{"id": agent["id"], "name": agent["id"], "ready": agent["ready"], "why": agent.get("why"),
                         "running": sum(t["agent"] == agent["id"] and t["state"] in ACTIVE for t in tasks),
@@ -465,7 +465,7 @@ def _agents(session: LiveSession, call: Call) -> dict[str, Any]:
                        for agent in session.board.status()["agents"]]}
 
 
-Action = Callable[[LiveSession, Call], "dict[str, Any] | None"]
+Action = Callable[[LiveSession, LiveCall], "dict[str, Any] | None"]
 # action -> its handler: the response payload, or None when the handler answered itself (subscriptions)
 ACTIONS: Mapping[str, Action] = {
     "orchestrator.status": _status,

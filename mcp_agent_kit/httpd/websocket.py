@@ -1,7 +1,7 @@
 """websocket: the RFC 6455 codec, sans-IO — the upgrade handshake, frames in and frames out.
 
 No sockets and no threads: the hub (ws_server) and the client (ws_client) feed bytes to a Decoder
-and write what the encoder returns. Rules: a peer that breaks the protocol gets a Failure carrying
+and write what the encoder returns. Rules: a peer that breaks the protocol gets a WsFailure carrying
 the close code to send (1002 framing and masking, 1007 bad UTF-8, 1009 too big — judged from the
 frame header, before any payload is read — 1003 a binary message on a text-only endpoint); limits
 are enforced on frames and on whole messages; text is checked incrementally across fragments;
@@ -32,7 +32,7 @@ MAX_CONTROL = 125
 MAX_REASON = 123
 
 
-class Failure(Exception):
+class WsFailure(Exception):
     """The peer broke the protocol: fail the connection with close `code` (RFC 6455 7.1.7)."""
 
     def __init__(self, code: int, reason: str) -> None:
@@ -43,7 +43,7 @@ class Failure(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class WsMessage:
     data: str | bytes
 
 
@@ -63,7 +63,7 @@ class Close:
     reason: str
 
 
-Event = Message | Ping | Pong | Close
+Event = WsMessage | Ping | Pong | Close
 
 
 def sendable(code: int) -> bool:
@@ -195,18 +195,18 @@ def close_frame(code: int = 1000, reason: str = "", *, masked: bool = False) -> 
 
 
 def parse_close(payload: bytes) -> Close:
-    """The close a frame's payload carries; Failure 1002 for a bad code or length, 1007 for a bad reason."""
+    """The close a frame's payload carries; WsFailure 1002 for a bad code or length, 1007 for a bad reason."""
     if not payload:
         return Close(NO_STATUS, "")
     if len(payload) == 1:
-        raise Failure(1002, "a close payload of one byte")
+        raise WsFailure(1002, "a close payload of one byte")
     code = struct.unpack("!H", payload[:2])[0]
     if not sendable(code):
-        raise Failure(1002, f"close code {code} may not be sent")
+        raise WsFailure(1002, f"close code {code} may not be sent")
     try:
         reason = payload[2:].decode("utf-8")
     except UnicodeDecodeError:
-        raise Failure(1007, "close reason is not UTF-8") from None
+        raise WsFailure(1007, "close reason is not UTF-8") from None
     return Close(code, reason)
 
 
@@ -236,7 +236,7 @@ class Decoder:
         self._utf8 = _UTF8()
 
     def feed(self, data: bytes | bytearray) -> list[Event]:
-        """The events `data` completes; Failure when the peer broke the protocol."""
+        """The events `data` completes; WsFailure when the peer broke the protocol."""
         if self.closed:
             return []
         buf = self._buf
@@ -249,7 +249,7 @@ class Decoder:
                 if not used:
                     break
                 start += used
-        except Failure as failure:
+        except WsFailure as failure:
             failure.events = events
             raise
         del buf[:start]
@@ -274,7 +274,7 @@ class Decoder:
                 return 0
             size = struct.unpack_from("!Q", buf, start + 2)[0]
             if size >> 63:
-                raise Failure(1002, "frame length with its top bit set")
+                raise WsFailure(1002, "frame length with its top bit set")
         self._check(first, opcode, bool(fin), bool(masked), size)
         total = head + (4 if masked else 0) + size
         if have < total:
@@ -290,27 +290,27 @@ class Decoder:
     def _check(self, first: int, opcode: int, fin: bool, masked: bool, size: int) -> None:
         """Everything the header alone decides, before the payload is waited for."""
         if first & 0x70:
-            raise Failure(1002, "reserved bits set without an extension")
+            raise WsFailure(1002, "reserved bits set without an extension")
         if opcode not in DATA_OPCODES and opcode not in CONTROL_OPCODES:
-            raise Failure(1002, f"reserved opcode {opcode:#x}")
+            raise WsFailure(1002, f"reserved opcode {opcode:#x}")
         if masked != self.server:
-            raise Failure(1002, "client frames must be masked" if self.server else "server frames must not be masked")
+            raise WsFailure(1002, "client frames must be masked" if self.server else "server frames must not be masked")
         if opcode in CONTROL_OPCODES:
             if not fin:
-                raise Failure(1002, "a fragmented control frame")
+                raise WsFailure(1002, "a fragmented control frame")
             if size > MAX_CONTROL:
-                raise Failure(1002, "a control frame over 125 bytes")
+                raise WsFailure(1002, "a control frame over 125 bytes")
             return
         if opcode == CONT and self._opcode is None:
-            raise Failure(1002, "a continuation frame with no message to continue")
+            raise WsFailure(1002, "a continuation frame with no message to continue")
         if opcode != CONT and self._opcode is not None:
-            raise Failure(1002, "a new data frame inside a fragmented message")
+            raise WsFailure(1002, "a new data frame inside a fragmented message")
         if opcode == BINARY and self.text_only:
-            raise Failure(1003, "this endpoint takes text messages only")
+            raise WsFailure(1003, "this endpoint takes text messages only")
         if size > self.max_frame:
-            raise Failure(1009, f"frame of {size} bytes, over the limit of {self.max_frame}")
+            raise WsFailure(1009, f"frame of {size} bytes, over the limit of {self.max_frame}")
         if self._size + size > self.max_message:
-            raise Failure(1009, f"message over the limit of {self.max_message} bytes")
+            raise WsFailure(1009, f"message over the limit of {self.max_message} bytes")
 
     def _deliver(self, opcode: int, fin: bool, payload: bytes, events: list[Event]) -> None:
         if opcode == PING:
@@ -328,11 +328,11 @@ class Decoder:
                 try:
                     self._text.append(self._utf8.decode(payload, fin))
                 except UnicodeDecodeError:
-                    raise Failure(1007, "text message is not UTF-8") from None
+                    raise WsFailure(1007, "text message is not UTF-8") from None
             else:
                 self._parts.append(payload)
             if fin:
                 data: str | bytes = "".join(self._text) if self._opcode == TEXT else b"".join(self._parts)
-                events.append(Message(data))
+                events.append(WsMessage(data))
                 self._opcode, self._parts, self._text, self._size = None, [], [], 0
                 self._utf8.reset()

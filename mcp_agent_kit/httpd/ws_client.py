@@ -186,7 +186,7 @@ class WsClient:
             event = self._next_event(deadline)
             if isinstance(event, ws.Pong) and event.data == data:
                 return
-            if isinstance(event, ws.Message):
+            if isinstance(event, ws.WsMessage):
                 self._messages.append(event.data)
 
     def close(self, code: int = 1000, reason: str = "", timeout: float = 5.0) -> None:
@@ -227,7 +227,7 @@ class WsClient:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._messages:
             event = self._next_event(deadline)
-            if isinstance(event, ws.Message):
+            if isinstance(event, ws.WsMessage):
                 return event.data
         return self._messages.popleft()
 
@@ -269,7 +269,7 @@ class WsClient:
     def _absorb(self, data: bytes) -> None:
         try:
             self._pending.extend(self._decoder.feed(data))
-        except ws.Failure as failure:
+        except ws.WsFailure as failure:
             with self._send_lock:
                 try:
                     if not self._close_sent:

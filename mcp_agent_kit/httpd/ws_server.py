@@ -213,7 +213,7 @@ class _Hub:
             return
         try:
             events = conn.decoder.feed(data)
-        except ws.Failure as failure:
+        except ws.WsFailure as failure:
             for event in failure.events:  # what came before the bad frame still counts
                 self._event(conn, event)
             events = []
@@ -227,7 +227,7 @@ class _Hub:
             self._flush(conn)
 
     def _event(self, conn: WsConnection, event: ws.Event) -> None:
-        if isinstance(event, ws.Message):
+        if isinstance(event, ws.WsMessage):
             if conn.state == OPEN:
                 conn.post(conn.received_call(event.data), len(event.data))
         elif isinstance(event, ws.Ping):

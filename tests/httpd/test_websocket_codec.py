@@ -63,7 +63,7 @@ def test_mask_is_bytewise_xor_and_frames_round_trip(size: int) -> None:
     decoder = ws.Decoder(server=True, max_frame=1 << 20)
     framed = ws.frame(ws.BINARY, data, masked=True)
     events = [e for i in range(0, len(framed), 7000) for e in decoder.feed(framed[i : i + 7000])]
-    assert events == [ws.Message(data)]
+    assert events == [ws.WsMessage(data)]
 
 
 def test_text_split_inside_a_character_and_control_frames_between_fragments() -> None:
@@ -72,7 +72,7 @@ def test_text_split_inside_a_character_and_control_frames_between_fragments() ->
     wire = (ws.frame(ws.TEXT, euro[:1], fin=False) + ws.frame(ws.PING, b"1") + ws.frame(ws.CONT, euro[1:], fin=False)
             + ws.frame(ws.PONG, b"2") + ws.frame(ws.CONT, b"!") + ws.close_frame(4000, "é bye") + b"ignored")
     events = [e for byte in range(len(wire)) for e in decoder.feed(wire[byte : byte + 1])]  # one byte at a time
-    assert events == [ws.Ping(b"1"), ws.Pong(b"2"), ws.Message("€!"), ws.Close(4000, "é bye")]
+    assert events == [ws.Ping(b"1"), ws.Pong(b"2"), ws.WsMessage("€!"), ws.Close(4000, "é bye")]
     assert decoder.closed and decoder.feed(ws.frame(ws.TEXT, b"after close")) == []
 
 
@@ -116,7 +116,7 @@ FAILURES: dict[str, tuple[bytes, int, bool, bool]] = {  # name: (wire, code, dec
 def test_protocol_failures_carry_their_close_code(name: str) -> None:
     wire, code, server, text_only = FAILURES[name]
     decoder = ws.Decoder(server=server, max_frame=1000, max_message=1000, text_only=text_only)
-    with pytest.raises(ws.Failure) as failed:
+    with pytest.raises(ws.WsFailure) as failed:
         decoder.feed(wire)
     assert failed.value.code == code
 

@@ -117,8 +117,8 @@ def test_control_frames_between_fragments_and_bytes_pipelined_with_the_head() ->
                                                                                              fin=False)
               + masked(ws.PONG, b"unasked") + masked(ws.CONT, b"!"))
     with serving() as (server, _), handshake(server, after=frames) as sock:  # frames ride with the head
-        seen = events(sock, lambda got: any(isinstance(e, ws.Message) for e in got))
-        assert ws.Pong(b"mid") in seen and ws.Message("€!") in seen
+        seen = events(sock, lambda got: any(isinstance(e, ws.WsMessage) for e in got))
+        assert ws.Pong(b"mid") in seen and ws.WsMessage("€!") in seen
         sock.sendall(_close(1000))
         assert close_code(sock) == 1000
 
