@@ -118,3 +118,36 @@ def test_a_prompt_turn_is_routed_by_session(tmp_path: Path) -> None:
         session_stream.close()
         connection_stream.close()
         until(lambda: host.registry.count() == 0, "the connection to end")
+
+
+def test_a_stream_buffers_until_its_get_and_bounds_what_waits() -> None:
+    """hosts.outbox: what the agent writes before the GET waits (in order); past the limit the agent's side
+    waits too, until the stream is read; closing ends the stream after what is left."""
+    import socket
+    import threading
+
+    from mcp_agent_kit.hosts.outbox import SseOutbox
+    from mcp_agent_kit.httpd import Channel
+
+    box = SseOutbox(limit=2)
+    assert box.put('{"n":1}') and box.put('{"n":2}')
+    third = threading.Thread(target=box.put, args=('{"n":3}',))
+    third.start()
+    third.join(0.2)
+    assert third.is_alive() and box.waiting == 2  # full: the writer waits, nothing is dropped
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        token = box.attach()
+        serving = threading.Thread(target=box.serve, args=(Channel(ours, None), token, 30.0))
+        serving.start()
+        third.join(10)
+        assert not third.is_alive()
+        box.close()
+        serving.join(10)
+        ours.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := theirs.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK") and b"text/event-stream" in head
+    assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\n'
