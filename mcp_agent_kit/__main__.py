@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "dev": ("mcp_agent_kit.devtools.inspector", "main", "parser", "open a server in the MCP Inspector (npx)"),
     "board": ("mcp_agent_kit.board.cli", "main", "parser", "serve a repository's board of coding agents (MCP)"),
     "task": ("mcp_agent_kit.board.task_cli", "main", "parser", "create, watch, answer and review a board's tasks"),
+    "agent-host": ("mcp_agent_kit.hosts.cli", "main", "parser",
+                   "serve this machine's ACP agents to remote clients (ACP over WebSocket and HTTP, agentctl)"),
 }
 
 

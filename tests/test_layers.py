@@ -62,6 +62,10 @@ ALLOWED: dict[str, set[str]] = {
             "httpd"},  # httpd.ws_client: the WebSocket profile of ACP's network transport (acp.client.remote)
     # call / list / check / dev: front doors over the client, the loader and the design rules.
     "devtools": {"devtools", "client", "wire", "cli_common", "loader", "scaffold", "gateway"},
+    # The agent host serves ACP agents over the network: acp/ (the known agents), httpd/, the process manager and
+    # the sandbox, the gateway's `agents` config shape, the store; nothing of a surface above it.
+    "hosts": {"hosts", "acp", "httpd", "process", "sandbox", "store", "gateway", "auth", "addresses", "cli_common",
+              "wire", "logs"},
     # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,
     # the CLI front doors, the dev tools or the test helpers.
     "board": {"board", "hosts", "gateway", "turns", "a2a", "acp", "client", "packaging", "transports", "httpd",
@@ -182,3 +186,10 @@ def test_every_package_ships_in_the_wheel() -> None:
     on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")
                if "__pycache__" not in p.parts}
     assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_only_the_board_may_import_the_agent_host() -> None:
+    """hosts/ is a front door (`agent-host`): the CLI names it by string, the board may drive it, nothing else."""
+    bad = [str(path.relative_to(PACKAGE)) for path in MODULES if layer_of(path) not in ("hosts", "board")
+           and any(layer_of_name(name) == "hosts" for name in imported_modules(path))]
+    assert not bad, f"these import hosts/: {bad}"

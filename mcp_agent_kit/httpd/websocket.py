@@ -17,6 +17,7 @@ import codecs
 import hashlib
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -118,8 +119,8 @@ def offered_subprotocols(request: Request) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def accept_head(key: str, subprotocol: str | None = None) -> bytes:
-    """The 101 response that completes the handshake for this Sec-WebSocket-Key."""
+def accept_head(key: str, subprotocol: str | None = None, headers: Mapping[str, str] | None = None) -> bytes:
+    """The 101 response that completes the handshake for this Sec-WebSocket-Key (plus the app's `headers`)."""
     lines = [
         "HTTP/1.1 101 Switching Protocols",
         "Upgrade: websocket",
@@ -128,6 +129,7 @@ def accept_head(key: str, subprotocol: str | None = None) -> bytes:
     ]
     if subprotocol:
         lines.append(f"Sec-WebSocket-Protocol: {subprotocol}")
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

@@ -22,7 +22,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from mcp_agent_kit.httpd import websocket as ws
 from mcp_agent_kit.httpd.engine import Server
@@ -334,10 +334,11 @@ def _hub(server: Server) -> _Hub:
 
 
 def accept(server: Server, request: Request, channel: Channel, handler: WsHandler, *,
-           principal: str | None, limits: WsLimits | None = None, subprotocol: str | None = None) -> bool:
-    """Complete the upgrade inside an engine app, after the app's own gate passed: write the 101 and
-    give the connection to the server's hub. Returns False, the app's answer (the engine forgets
-    the connection). A request that is no valid upgrade gets 400/426, a full hub 503."""
+           principal: str | None, limits: WsLimits | None = None, subprotocol: str | None = None,
+           headers: Mapping[str, str] | None = None) -> bool:
+    """Complete the upgrade inside an engine app, after the app's own gate passed: write the 101 (with the
+    app's `headers`) and give the connection to the server's hub. Returns False, the app's answer (the
+    engine forgets the connection). A request that is no valid upgrade gets 400/426, a full hub 503."""
     refusal = ws.upgrade_refusal(request)
     if refusal is None:
         hub = _hub(server)
@@ -348,6 +349,6 @@ def accept(server: Server, request: Request, channel: Channel, handler: WsHandle
         return False
     conn = WsConnection(request, channel.address, handler, limits or WsLimits(), principal, subprotocol)
     conn.hub = hub
-    channel.write(ws.accept_head(request.headers.get("sec-websocket-key"), subprotocol))
+    channel.write(ws.accept_head(request.headers.get("sec-websocket-key"), subprotocol, headers))
     server.take_over(channel, lambda sock, rest: hub.add(conn, sock, rest))
     return False

@@ -1,0 +1,1 @@
+"""Tests of `mcp-agent-kit agent-host` (mcp_agent_kit/hosts)."""
