@@ -3,6 +3,12 @@
 The legacy oracle is the official SDK's 1.x line in its own virtualenv: set
 MCP_AGENT_KIT_LEGACY_PYTHON to its interpreter, or the fixture creates `.venv-mcp1` at the
 repository root (pip install mcp==1.30.0) on first use.
+
+Collection under pytest-xdist: every worker imports every test module, and pytest rewrites each
+one's asserts (the larger part of collecting). With PYTHONDONTWRITEBYTECODE set (CI sets it) nothing
+is cached, so each worker did all of it again. Instead the first worker collects alone, writing
+its bytecode into a folder of this run only (sys.pycache_prefix, removed at the end; nothing is
+written into the checkout), and the others then read it. Only collection uses that folder.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +28,38 @@ from tests.store.pg import PostgresServer, PostgresUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY_PIN = "mcp==1.30.0"
+SHARED_BYTECODE = "MCP_AGENT_KIT_TESTS_BYTECODE"  # the run's bytecode folder, from the controller to its workers
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        os.environ[SHARED_BYTECODE] = tempfile.mkdtemp(prefix="kit-tests-bytecode-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and SHARED_BYTECODE in os.environ:
+        shutil.rmtree(os.environ.pop(SHARED_BYTECODE), ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """An xdist worker collects with the run's shared bytecode folder; the first one alone (see above)."""
+    shared = os.environ.get(SHARED_BYTECODE)
+    if not shared or not hasattr(session.config, "workerinput") or not Path(shared).is_dir():
+        return (yield)
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    sys.pycache_prefix, sys.dont_write_bytecode = shared, False
+    try:
+        with exclusive(Path(shared) / "first.lock"):
+            first = not (Path(shared) / "collected").exists()
+            if first:
+                result = yield
+                (Path(shared) / "collected").touch()
+        if not first:
+            result = yield
+        return result
+    finally:
+        sys.pycache_prefix, sys.dont_write_bytecode = saved
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pinned import require_tool
+from tests.pinned import npx_program
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 AUTH_IN_SET = {"2026-07-28": 31, "2025-11-25": 20}
@@ -34,10 +34,12 @@ REQUIRED_OTHERS = {"2026-07-28": ["tools_call", "request-metadata", "sep-2322-cl
 SCENARIO_TIMEOUT_MS = 180_000
 
 
-def _command(out: Path, *selection: str) -> list[str]:
+def _command(out: Path, *selection: str) -> tuple[list[str], dict[str, str]]:
+    """The suite's client leg against conformance_client (what `npx -y -p node@22 -p CONFORMANCE` runs)."""
     client = f"{sys.executable} -m mcp_agent_kit.client.conformance_client"
-    return ["npx", "-y", "-p", "node@22", "-p", CONFORMANCE, "--", "conformance", "client", "--command", client,
-            "--timeout", str(SCENARIO_TIMEOUT_MS), "-o", str(out), *selection]
+    command, env = npx_program("conformance", "node@22", CONFORMANCE)  # a missing npx FAILS, never skips
+    return [*command, "client", "--command", client, "--timeout", str(SCENARIO_TIMEOUT_MS), "-o", str(out),
+            *selection], env
 
 
 def _verdicts(out: Path, under: str = "auth") -> dict[str, list[dict[str, object]]]:
@@ -54,8 +56,8 @@ def _bad(checks: list[dict[str, object]]) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("revision", sorted(AUTH_IN_SET))
 def test_every_auth_scenario_of_a_revision_passes(revision: str, tmp_path: Path) -> None:
-    require_tool("npx", f"Node's npx runs the pinned conformance suite {CONFORMANCE}")
-    run = subprocess.run(_command(tmp_path, "--requirements", revision), capture_output=True, text=True, timeout=900)
+    command, env = _command(tmp_path, "--requirements", revision)
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     verdicts = _verdicts(tmp_path)
     summary = run.stdout[run.stdout.find("=== SUITE SUMMARY ===") :][-3000:]
     assert len(verdicts) == AUTH_IN_SET[revision], (sorted(verdicts), summary)
@@ -75,11 +77,11 @@ def test_every_auth_scenario_of_a_revision_passes(revision: str, tmp_path: Path)
 
 
 def test_extensions_forced_and_backcompat_pass(tmp_path: Path) -> None:
-    require_tool("npx", f"Node's npx runs the pinned conformance suite {CONFORMANCE}")
     runs = {name: (["--scenario", f"auth/{name}", "--spec-version", "2026-07-28", "--force"]) for name in EXTENSIONS}
     runs.update({name: ["--scenario", f"auth/{name}"] for name in BACKCOMPAT})
-    started = {name: subprocess.Popen(_command(tmp_path / name, *args), stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True) for name, args in runs.items()}
+    commands = {name: _command(tmp_path / name, *args) for name, args in runs.items()}
+    started = {name: subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+               for name, (command, env) in commands.items()}
     for name, process in started.items():
         output, _ = process.communicate(timeout=600)
         assert process.returncode == 0 and "OVERALL: PASSED" in output, (name, output[-3000:])

@@ -30,11 +30,11 @@ NOT_APPLICABLE = "not applicable on negotiated protocol"
 
 
 def _conformance(args: list[str], out: Path) -> list[dict[str, object]]:
-    from tests.pinned import require_tool
+    from tests.pinned import npx_program
 
-    require_tool("npx", f"Node's npx runs the pinned conformance suite {CONFORMANCE}")  # a failure, not a skip
-    run = subprocess.run(["npx", "-y", "-p", "node@22", "-p", CONFORMANCE, "--", "conformance", *args, "-o", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    command, env = npx_program("conformance", "node@22", CONFORMANCE)  # a missing npx FAILS, never skips
+    run = subprocess.run([*command, *args, "-o", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=env)
     found = sorted(out.glob("*/checks.json"))
     assert len(found) == 1, run.stdout[-3000:] + run.stderr[-2000:]
     checks: list[dict[str, object]] = json.loads(found[0].read_text())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.net import free_port, wait_listening
+from tests.pinned import npx_program
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -22,11 +22,10 @@ EXAMPLE = str(ROOT / "examples" / "metrics_server.py")
 
 
 def inspector(config: Path, server: str, *args: str) -> dict[str, Any]:
-    assert shutil.which("npx"), "npx is needed to run the MCP Inspector"
+    command, env = npx_program("mcp-inspector", "node@22", INSPECTOR)  # a missing npx FAILS, never skips
     done = subprocess.run(
-        ["npx", "-y", "-p", "node@22", "-p", INSPECTOR, "--", "mcp-inspector", "--cli", "--config", str(config),
-         "--server", server, *args, "--format", "json"],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, MCP_INSPECTOR_SECRET_STORE="memory"),
+        [*command, "--cli", "--config", str(config), "--server", server, *args, "--format", "json"],
+        capture_output=True, text=True, timeout=300, env=dict(env, MCP_INSPECTOR_SECRET_STORE="memory"),
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     line = next(line for line in reversed(done.stdout.splitlines()) if line.startswith("{"))
