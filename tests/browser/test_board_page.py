@@ -203,6 +203,8 @@ def test_markup_from_the_agent_is_text_and_a_dropped_socket_resumes(page: Page, 
     finished = settled(board, task_id, "review")
     last = board.task_events(task_id, seq)["events"][-1]["seq"]
     assert last > seq
+    page.wait_console(lambda entry: "ERR_INTERNET_DISCONNECTED" in entry.text)  # it tried to come back: refused
+    assert page.evaluate("document.getElementById('connection').dataset.state") != "online"
     offline(page, False)
     page.wait_for("document.getElementById('connection').dataset.state === 'online'", timeout=60)
     page.wait_for(f"document.getElementById('transcript').dataset.seq === '{last}'")
