@@ -232,6 +232,7 @@ def test_sign_in_with_the_token_then_the_page_works(page: Page, board: Board) ->
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         assert page.evaluate("document.cookie") == ""
         assert page.text("#principal") == "Signed in as alice"
+        page.wait_for("document.querySelector('#new-task-agent option[value=echo]')")  # agents.list answered
         page.evaluate("document.getElementById('new-task-agent').value = 'echo'")
         page.type_text("#new-task-prompt", "Held for alice")
         page.click("#new-task-hold")
