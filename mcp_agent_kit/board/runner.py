@@ -23,6 +23,13 @@ runs: a board started after a crash stops the agents its previous life left behi
 they edit on in a workspace whose task was interrupted; replicas sharing the data directory leave a live
 replica's agents alone. `reconcile(lost)` stops the runs whose task the store no longer has running here
 (cancelled on another replica, or taken over after a stall).
+Agent hosts (board.hosts): a task the scheduler placed on a host (its `host`) connects to the agent's ACP
+endpoint there instead of spawning it (`_spec`: the agent's entry, or a bare one for an agent only hosts serve,
+with the host's URL and token); its workspace is the local worktree for a `mounted` host, else the one the host
+makes (board.host_workspaces). When its connection drops (the turn ends in an error, or connecting fails) and the
+host no longer answers (HostPool.lost), or when the health checks find the host down (`host_down`), the run is
+settled like a dead replica's (BoardTasks.vanished): back to `queued` when it changed nothing (no edit tool call
+or file write seen, and an empty diff where one can be read), else `failed` with "host <id> vanished".
 Rules: one lock per run orders the engine's calls and the task's moves (an answer's move lands before the
 end it lets happen); nothing here blocks a connection's reader thread but store writes; a run that vanished
 (the board closing) moves nothing, so the task keeps its state for the restart rule.
@@ -39,8 +46,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.acp.client import events as ev
 from mcp_agent_kit.acp.client.errors import AcpError
@@ -52,7 +60,11 @@ from mcp_agent_kit.board.tasks import BoardTasks
 from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceError, Workspaces, safe_id
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 
+if TYPE_CHECKING:
+    from mcp_agent_kit.board.hosts import HostPool
+
 log = logging.getLogger("mcp_agent_kit.board")
+EDIT_KINDS = frozenset({"edit", "delete", "move"})  # tool call kinds that change files
 TEXT_MOST = 190_000  # a result or error is cut to its last this many characters (task_fields.TEXT_MAX is 200k)
 STOP_FAILS: Mapping[str, str] = {  # an ACP stopReason -> why the task failed (any other: the turn finished)
     "cancelled": "the turn was cancelled (it ran past the agent's timeout, or the agent stopped it)",
@@ -88,6 +100,16 @@ def transcript_entry(event: ev.Event) -> dict[str, Any] | None:
     return None if build is None else build(event)
 
 
+def edits(event: ev.Event) -> bool:
+    """Does the event show the agent changing files (an edit tool call, a diff, a file written)?"""
+    if isinstance(event, ev.FileWritten):
+        return event.error is None
+    if not isinstance(event, ev.ToolCall):
+        return False
+    return event.tool_kind in EDIT_KINDS or any(isinstance(item, dict) and item.get("type") == "diff"
+                                                 for item in event.content or ())
+
+
 def question_of(request: PermissionRequest) -> dict[str, Any]:
     """A permission request as the task's `question`."""
     return {"kind": "permission", "message": asked(request),
@@ -118,13 +140,16 @@ class BoardRun:
         self.turn: EngineTurn | None = None
         self.question: PermissionRequest | None = None
         self.stopped = False  # cancelled, or the board closes: the end moves nothing
+        self.edited = False  # the agent changed files in this run (an edit tool call, a file written)
 
 
 class TaskRunner:
     """The runs of this process (see the module docstring)."""
 
-    def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell) -> None:
+    def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell,
+                 hosts: HostPool | None = None) -> None:
         self.tasks, self.workspaces, self.config, self.tell = tasks, workspaces, config, tell
+        self.hosts = hosts
         self._runs: dict[str, BoardRun] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -135,12 +160,27 @@ class TaskRunner:
     # ---- starting ------------------------------------------------------------------------------
     def launch(self, task: dict[str, Any]) -> None:
         """Run `task` (already moved to `running` by this process) on a short-lived thread."""
-        run = BoardRun(task, self.config.agents[task["agent"]])
+        run = BoardRun(task, self._spec(task))
         with self._lock:
             if self._closed:
                 return
             self._runs[run.task_id] = run
         threading.Thread(target=self._begin, args=(run,), name=f"board-run-{run.task_id}", daemon=True).start()
+
+    def _spec(self, task: dict[str, Any]) -> Any:
+        """The agent's entry (gateway.agents_config.AgentSpec); on a host, pointed at the agent's endpoint there."""
+        spec = self.config.agents.get(task["agent"])
+        host = task.get("host")
+        if not host or self.hosts is None:
+            return spec
+        if spec is None:  # an agent only hosts serve: the defaults of an entry
+            from mcp_agent_kit.board.config import DEFAULT_TURN_TIMEOUT
+            from mcp_agent_kit.gateway.agents_config import AgentSpec
+
+            spec = AgentSpec("default", task["agent"], "acp", timeout=DEFAULT_TURN_TIMEOUT)
+        where = self.hosts.spec(host)
+        return replace(spec, url=where.acp_url(task["agent"]), headers={**spec.headers, **where.headers}, token_env="",
+                       command="", sandbox=None)
 
     def ready(self, agent_id: str) -> tuple[bool, str]:
         """Whether an agent can be started now, and why not."""
@@ -279,7 +319,7 @@ class TaskRunner:
             if not self._closed:
                 self.say(run, {"type": "turn_end", "stopReason": end.stop_reason,
                                 **({"error": end.error} if end.error else {})})
-            if not run.stopped:
+            if not run.stopped and not (end.error and self._vanished(run)):
                 why = STOP_FAILS.get(end.stop_reason or "") if end.stop_reason else f"the agent failed: {end.error}"
                 if why is None:
                     self.move(run, "finish", {"result": _tail(end.text)})
@@ -289,10 +329,47 @@ class TaskRunner:
 
     def _fail(self, run: BoardRun, why: str) -> None:
         with run.lock:
-            if not run.stopped:
+            if not run.stopped and not self._vanished(run):
                 self.say(run, {"type": "error", "text": _tail(why)})
                 self.move(run, "fail", {"error": _tail(why)})
             self._retire(run)
+
+    # ---- agent hosts ------------------------------------------------------------------------------------
+    def _vanished(self, run: BoardRun, checked: bool = False) -> bool:
+        """The run's host is gone (its connection dropped and a check fails; `checked`: known down): settle the
+        task (BoardTasks.vanished) and stop the run. False when the run is not on a host, or the host lives."""
+        host = run.task.get("host")
+        if not host or self.hosts is None or run.stopped or not (checked or self.hosts.lost(host)):
+            return False
+        run.stopped = True
+        why = f"host {host} vanished"
+        self.scope.revoke(run, why)
+        moved = self.tasks.vanished(run.task_id, why, f"host {host} running this task vanished",
+                                    not run.edited and self._unchanged(run))
+        if moved is not None:
+            run.task = moved.task
+        log.warning("board: task %s: %s (%s)", run.task_id, why, moved.task["state"] if moved else "moved meanwhile")
+        return True
+
+    def _unchanged(self, run: BoardRun) -> bool:
+        """Has the run's workspace no changes? (Unreadable, as a vanished host's is: no changes were seen.)"""
+        found = self.workspaces.find(run.task_id)
+        if found is None:
+            return True
+        try:
+            return not self.workspaces.diff(found)["files"]
+        except (BoardError, OSError):
+            return False
+
+    def host_down(self, host: str) -> None:
+        """The health checks found `host` down: settle every run of this process on it."""
+        with self._lock:
+            runs = [run for run in self._runs.values() if run.task.get("host") == host]
+        for run in runs:
+            with run.lock:
+                settled = self._vanished(run, checked=True)
+            if settled:
+                self._retire(run)
 
     def _retire(self, run: BoardRun) -> None:
         """Forget the run and stop its agent (on a thread of its own: this may be the agent's reader)."""
@@ -435,6 +512,8 @@ class _Observer:
         self.runner, self.run = runner, run
 
     def update(self, event: ev.Event) -> None:
+        if edits(event):
+            self.run.edited = True
         entry = transcript_entry(event)
         if entry is None:
             return
