@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp_agent_kit.board import task_fields as tf
 from mcp_agent_kit.board.config import BoardConfig
 from mcp_agent_kit.board.errors import BoardError, TaskInvalid
+from mcp_agent_kit.board.host_workspaces import HostWorkspaces
 from mcp_agent_kit.board.hosts import HostPool
 from mcp_agent_kit.board.replicas import (
     EVENTS_CHANNEL,
@@ -135,7 +136,8 @@ class Board:
                                    default_agent=config.default_agent, own_store=own, lease_s=lease,
                                    leading=self._leading, abandoned=self._abandoned)
         self.replica = self.tasks.replica
-        self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended, self.hosts)
+        self.remote = HostWorkspaces(self.hosts, self.workspaces, config.repo_url)
+        self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended, self.remote)
         self.leader = SoleLease(store, SCHEDULER_KIND, SCHEDULER_KEY, self.replica, lease,
                                 on_change=self._leadership, name="board-scheduler-lease")
         self.relay = AnswerRelay(self.tasks, self._await)
@@ -178,7 +180,8 @@ class Board:
             log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
         for task in self.tasks.list():
-            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]):
+            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]) \
+                    and not self.remote.kept(task):
                 self._reattach(task)
         self.tasks.leases()
         self.leader.keep()  # the first replica schedules from its first round on
@@ -291,7 +294,10 @@ class Board:
 
     def task_diff(self, task_id: str) -> dict[str, Any]:
         """{"files": [{"path", "status", "added", "removed", "binary"}], "patch"} against the task's base commit."""
-        diff = self.workspaces.diff(self._workspace(self.tasks.get(task_id)))
+        task = self.tasks.get(task_id)
+        if self.remote.kept(task):
+            return self.remote.diff(task)
+        diff = self.workspaces.diff(self._workspace(task))
         return {"files": [dict(change) for change in diff["files"]], "patch": diff["patch"]}
 
     def accept_task(self, task_id: str, merge: bool = False) -> dict[str, Any]:
@@ -299,8 +305,9 @@ class Board:
         base branch (refused, nothing changed, when that could touch uncommitted work); then the task is done."""
         task = self.tasks.get(task_id)
         transition(task["state"], "accept", task_id)
-        accepted = self.workspaces.accept(self._workspace(task), f"{task['title']} (task {task_id})",
-                                          author=self.config.author, merge=merge)
+        message = f"{task['title']} (task {task_id})"
+        accepted = (self.remote.accept(task, message, self.config.author, merge) if self.remote.kept(task) else
+                    self.workspaces.accept(self._workspace(task), message, author=self.config.author, merge=merge))
         merged = f"; merged into {accepted['merged']}" if accepted["merged"] else ""
         self.tasks.append(task_id, {"type": "progress", "kind": "progress", "accepted": dict(accepted),
                                     "text": f"accepted: {accepted['commit'][:12]} on {accepted['branch']}{merged}"})
@@ -311,7 +318,9 @@ class Board:
         task = self.tasks.get(task_id)
         transition(task["state"], "discard", task_id)
         found = self.workspaces.find(task_id)
-        if found is not None:
+        if self.remote.kept(task):
+            self.remote.discard(task)
+        elif found is not None:
             self.workspaces.discard(found)
         return self.tasks.move(task_id, "discard").task
 

@@ -16,7 +16,8 @@ thread of its own (the board wakes its scheduler, and a host gone down settles i
 comes back is live again at its next check, and used again.
 
 Placement (`place(task, load)`: board.queue's Place, called by the scheduler's round with the running tasks per
-host): PLACEMENT, a table of rules, the first that applies decides. A live host that serves the task's agent, has
+host): PLACEMENT, a table of rules, the first that applies decides. A task whose workspace a host keeps (a
+follow-up) goes back to that host, waiting while it is down or full. A live host that serves the task's agent, has
 all its labels and room goes first (the least loaded, by share of its capacity); a task without labels whose agent
 no host serves runs here when the board has it (so a board without hosts runs everything here, as before); else
 the task waits, its `waiting` text (keyword "host") saying what it waits for: labels no live host has, hosts all
@@ -154,6 +155,7 @@ class Ask:
     local: bool  # the board has the agent itself
     serving: tuple[HostState, ...]  # hosts that serve the agent, live or not
     load: Mapping[str, int]
+    pinned: HostState | None = None  # the host keeping the task's workspace (a follow-up goes back there)
 
     @property
     def matching(self) -> list[HostState]:
@@ -162,6 +164,9 @@ class Ask:
     @property
     def free(self) -> list[HostState]:
         return [h for h in self.matching if self.load.get(h.spec.id, 0) < h.spec.capacity]
+
+    def room(self, host: HostState) -> bool:
+        return host.live and self.load.get(host.spec.id, 0) < host.spec.capacity
 
     def least_loaded(self) -> str:
         order = {h.spec.id: i for i, h in enumerate(self.serving)}
@@ -182,6 +187,13 @@ def _down(ask: Ask) -> str:
     return f"host: no host of agent {ask.agent} is live ({each}): starts when one comes back"
 
 
+def _pinned(ask: Ask) -> str:
+    host = ask.pinned
+    assert host is not None
+    now = host.why if not host.live else f"full, {ask.load.get(host.spec.id, 0)}/{host.spec.capacity}"
+    return f"host: host {host.spec.id} keeps this task's workspace and is {now}: starts when it has room"
+
+
 def _no_labels(ask: Ask) -> str:
     others = [h.spec.id for h in ask.serving if not ask.labels <= h.spec.labels]
     which = f" (hosts of agent {ask.agent} without them: {', '.join(others)})" if others else ""
@@ -191,6 +203,9 @@ def _no_labels(ask: Ask) -> str:
 
 # (what the rule is, whether it applies, its outcome: (the host, None: here; why the task waits, None: it starts))
 PLACEMENT: tuple[tuple[str, Callable[[Ask], bool], Callable[[Ask], tuple[str | None, str | None]]], ...] = (
+    ("a host keeps its workspace and has room: there", lambda a: a.pinned is not None and a.room(a.pinned),
+     lambda a: (a.pinned.spec.id if a.pinned else None, None)),
+    ("a host keeps its workspace: wait for it", lambda a: a.pinned is not None, lambda a: (None, _pinned(a))),
     ("a live host with the agent, the labels and room: the least loaded",
      lambda a: bool(a.free), lambda a: (a.least_loaded(), None)),
     ("no labels, and no host serves the agent: here, when the board has it",
@@ -301,11 +316,14 @@ class HostPool:
 
     def place(self, task: Mapping[str, Any], load: Mapping[str, int]) -> tuple[str | None, str | None]:
         """Where the task runs now (a host id, None: here) and why it waits (None: it can start): PLACEMENT."""
-        agent = str(task.get("agent"))
+        agent, kept = str(task.get("agent")), self.hosts.get(str(task.get("host")))
         with self._lock:
             serving = tuple(HostState(s.spec, s.live, s.why, s.fails, s.agents) for s in self.hosts.values()
                             if s.serves(agent))
-        ask = Ask(agent, frozenset(task.get("labels") or ()), agent in self.local, serving, load)
+            pinned = None
+            if kept is not None and not kept.spec.mounted and task.get("workspace"):
+                pinned = HostState(kept.spec, kept.live, kept.why, kept.fails, kept.agents)
+        ask = Ask(agent, frozenset(task.get("labels") or ()), agent in self.local, serving, load, pinned)
         outcome = next(decide for _, applies, decide in PLACEMENT if applies(ask))
         return outcome(ask)
 

@@ -23,13 +23,11 @@ runs: a board started after a crash stops the agents its previous life left behi
 they edit on in a workspace whose task was interrupted; replicas sharing the data directory leave a live
 replica's agents alone. `reconcile(lost)` stops the runs whose task the store no longer has running here
 (cancelled on another replica, or taken over after a stall).
-Agent hosts (board.hosts): a task the scheduler placed on a host (its `host`) connects to the agent's ACP
-endpoint there instead of spawning it (`_spec`: the agent's entry, or a bare one for an agent only hosts serve,
-with the host's URL and token); its workspace is the local worktree for a `mounted` host, else the one the host
-makes (board.host_workspaces). When its connection drops (the turn ends in an error, or connecting fails) and the
-host no longer answers (HostPool.lost), or when the health checks find the host down (`host_down`), the run is
+Agent hosts (board.hosts): a task placed on a host (its `host`) connects to the agent's ACP endpoint there
+(board.host_workspaces: the entry, the workspace the host keeps unless `mounted`). When its connection drops and
+the host no longer answers (HostPool.lost), or the health checks find the host down (`host_down`), the run is
 settled like a dead replica's (BoardTasks.vanished): back to `queued` when it changed nothing (no edit tool call
-or file write seen, and an empty diff where one can be read), else `failed` with "host <id> vanished".
+or file write seen, an empty diff where one can be read), else `failed` with "host <id> vanished".
 Rules: one lock per run orders the engine's calls and the task's moves (an answer's move lands before the
 end it lets happen); nothing here blocks a connection's reader thread but store writes; a run that vanished
 (the board closing) moves nothing, so the task keeps its state for the restart rule.
@@ -46,7 +44,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +51,7 @@ from mcp_agent_kit.acp.client import events as ev
 from mcp_agent_kit.acp.client.errors import AcpError
 from mcp_agent_kit.acp.client.permissions import PermissionRequest
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskInvalid, TransitionRefused
+from mcp_agent_kit.board.host_workspaces import edits
 from mcp_agent_kit.board.states import transition
 from mcp_agent_kit.board.task_scope import TaskScope
 from mcp_agent_kit.board.tasks import BoardTasks
@@ -61,10 +59,9 @@ from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceErro
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.board.hosts import HostPool
+    from mcp_agent_kit.board.host_workspaces import HostWorkspaces
 
 log = logging.getLogger("mcp_agent_kit.board")
-EDIT_KINDS = frozenset({"edit", "delete", "move"})  # tool call kinds that change files
 TEXT_MOST = 190_000  # a result or error is cut to its last this many characters (task_fields.TEXT_MAX is 200k)
 STOP_FAILS: Mapping[str, str] = {  # an ACP stopReason -> why the task failed (any other: the turn finished)
     "cancelled": "the turn was cancelled (it ran past the agent's timeout, or the agent stopped it)",
@@ -98,16 +95,6 @@ def transcript_entry(event: ev.Event) -> dict[str, Any] | None:
     """The transcript delta for one turn event (None: not worth a line)."""
     build = EVENT_KINDS.get(type(event))
     return None if build is None else build(event)
-
-
-def edits(event: ev.Event) -> bool:
-    """Does the event show the agent changing files (an edit tool call, a diff, a file written)?"""
-    if isinstance(event, ev.FileWritten):
-        return event.error is None
-    if not isinstance(event, ev.ToolCall):
-        return False
-    return event.tool_kind in EDIT_KINDS or any(isinstance(item, dict) and item.get("type") == "diff"
-                                                 for item in event.content or ())
 
 
 def question_of(request: PermissionRequest) -> dict[str, Any]:
@@ -147,9 +134,10 @@ class TaskRunner:
     """The runs of this process (see the module docstring)."""
 
     def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell,
-                 hosts: HostPool | None = None) -> None:
+                 remote: HostWorkspaces | None = None) -> None:
         self.tasks, self.workspaces, self.config, self.tell = tasks, workspaces, config, tell
-        self.hosts = hosts
+        self.remote = remote  # runs on agent hosts (board.host_workspaces), with their pool
+        self.hosts = remote.pool if remote is not None else None
         self._runs: dict[str, BoardRun] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -170,17 +158,7 @@ class TaskRunner:
     def _spec(self, task: dict[str, Any]) -> Any:
         """The agent's entry (gateway.agents_config.AgentSpec); on a host, pointed at the agent's endpoint there."""
         spec = self.config.agents.get(task["agent"])
-        host = task.get("host")
-        if not host or self.hosts is None:
-            return spec
-        if spec is None:  # an agent only hosts serve: the defaults of an entry
-            from mcp_agent_kit.board.config import DEFAULT_TURN_TIMEOUT
-            from mcp_agent_kit.gateway.agents_config import AgentSpec
-
-            spec = AgentSpec("default", task["agent"], "acp", timeout=DEFAULT_TURN_TIMEOUT)
-        where = self.hosts.spec(host)
-        return replace(spec, url=where.acp_url(task["agent"]), headers={**spec.headers, **where.headers}, token_env="",
-                       command="", sandbox=None)
+        return spec if not task.get("host") or self.remote is None else self.remote.spec_for(task, spec)
 
     def ready(self, agent_id: str) -> tuple[bool, str]:
         """Whether an agent can be started now, and why not."""
@@ -216,6 +194,10 @@ class TaskRunner:
     def _workspace(self, run: BoardRun) -> Workspace | None:
         """The task's workspace, made on its first start, attached again after; recorded in the task."""
         task = run.task
+        if self.remote is not None and self.remote.kept(task):  # the host makes and keeps it
+            workspace = self.remote.create(task)
+            self._record_workspace(run, workspace)
+            return workspace
         found = self.workspaces.find(run.task_id)
         if found is not None:
             workspace = self.workspaces.attach(found)
@@ -345,21 +327,11 @@ class TaskRunner:
         why = f"host {host} vanished"
         self.scope.revoke(run, why)
         moved = self.tasks.vanished(run.task_id, why, f"host {host} running this task vanished",
-                                    not run.edited and self._unchanged(run))
+                                    not run.edited and self.remote is not None and self.remote.unchanged(run.task_id))
         if moved is not None:
             run.task = moved.task
         log.warning("board: task %s: %s (%s)", run.task_id, why, moved.task["state"] if moved else "moved meanwhile")
         return True
-
-    def _unchanged(self, run: BoardRun) -> bool:
-        """Has the run's workspace no changes? (Unreadable, as a vanished host's is: no changes were seen.)"""
-        found = self.workspaces.find(run.task_id)
-        if found is None:
-            return True
-        try:
-            return not self.workspaces.diff(found)["files"]
-        except (BoardError, OSError):
-            return False
 
     def host_down(self, host: str) -> None:
         """The health checks found `host` down: settle every run of this process on it."""
@@ -513,7 +485,7 @@ class _Observer:
 
     def update(self, event: ev.Event) -> None:
         if edits(event):
-            self.run.edited = True
+            self.run.edited = True  # (a vanished host's task then fails instead of going back to the queue)
         entry = transcript_entry(event)
         if entry is None:
             return

@@ -187,6 +187,9 @@ def _pool(**live: bool) -> HostPool:
     ({}, {"agent": "echo"}, {}, (None, "host: no host of agent echo is live (h1 (not reached yet), h2 (not reached "
                                        "yet)): starts when one comes back")),
     ({}, {"agent": "nobody"}, {}, (None, "host: no host serves agent nobody")),
+    ({"h1": True, "h2": True}, {"agent": "echo", "host": "h1", "workspace": "/w"}, {"h2": 0}, ("h1", None)),
+    ({"h1": True, "h2": True}, {"agent": "echo", "host": "h1", "workspace": "/w"}, {"h1": 1},
+     (None, "host: host h1 keeps this task's workspace and is full, 1/1")),  # a follow-up goes back to its host
 ])
 def test_placement_takes_the_first_rule_that_applies(live: dict[str, bool], task: dict[str, Any],
                                                      load: dict[str, int], placed: tuple[str | None, str | None]
