@@ -8,7 +8,7 @@ the form again; `POST /logout` (CSRF) clears it; `GET /static/NAME` only the fil
 board/web/ (looked up by exact name: no path is ever joined), with ETag and `Cache-Control: no-cache`;
 `GET /api/session` → {principal, csrf, auth} (401 when auth is required and neither a session nor a
 bearer token is sent). Every response carries CSP (no inline script or style), nosniff, no referrer
-and no framing. Every request passes the board's gate (httpd.gate.Policy: Host, and Origin when sent);
+elsewhere and no framing. Every request passes the board's gate (httpd.gate.Policy: Host, and Origin when sent);
 state-changing ones also need the session's CSRF token (form field `csrf` or X-CSRF-Token). No token
 and no OAuth (a loopback bind): no sign-in, principal None. The cookie is `Secure` when the request came
 over TLS (or `secure=True`: the board is reached through an https proxy). With --oauth-issuer the form
@@ -48,7 +48,8 @@ __all__ = ["CSP", "PATHS", "SECURITY_HEADERS", "STATIC", "WebApp", "mount_web", 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 SECURITY_HEADERS = (("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
-                    ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"))
+                    ("Referrer-Policy", "same-origin"),  # no-referrer: a form POST would say "Origin: null"
+                    ("X-Frame-Options", "DENY"))
 PATHS = ("/", "/login", "/logout", "/api/session", START, CALLBACK)
 STATIC = "/static"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",

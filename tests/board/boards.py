@@ -77,3 +77,45 @@ def task_when(board: Board, task_id: str, check: Callable[[dict[str, Any]], bool
     finally:
         remove()
     return board.get_task(task_id)
+
+
+class LiveServed:
+    """A board as `mcp-agent-kit board` serves it to people: MCP, the web board (/, /login, /api/session,
+    /static) and the live API (/ws, /events) on one loopback port of the OS's choosing."""
+
+    def __init__(self, board: Any, **options: Any) -> None:
+        from mcp_agent_kit.board.cli import make_board_http
+        from mcp_agent_kit.board.live_http import mount_live
+        from mcp_agent_kit.board.web_app import mount_web
+        from mcp_agent_kit.store.memory import MemoryStore
+
+        self.board = board
+        self._own_store = None if hasattr(board, "store") else MemoryStore()  # the FakeBoard has none
+        self.http, self.tools = make_board_http(board, "127.0.0.1", 0, **options)
+        self.web = mount_web(self.http, self._own_store or board.store)  # the page's signing key lives there
+        self.live = mount_live(board, self.http, cookie=self.web.signed)
+        self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        self.port = int(self.http.server_address[1])
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/ws"
+
+    def close(self) -> None:
+        self.live.close()
+        self.tools.close()
+        self.http.shutdown()
+        self.http.server_close()
+        self.thread.join(10)
+        if self._own_store is not None:
+            self._own_store.close()
+
+
+@contextmanager
+def live_served(board: Any, **options: Any) -> Iterator[LiveServed]:
+    """`board` served with the page and the live API (LiveServed) until the block ends; `options` are
+    make_board_http's (tokens, allowed_origins, ...)."""
+    served = LiveServed(board, **options)
+    try:
+        yield served
+    finally:
+        served.close()

@@ -178,7 +178,7 @@ def test_security_headers_on_every_response(guarded: Served) -> None:
         status, got, _, _ = guarded.request(method, path, form, headers)
         statuses.add(status)
         assert got["content-security-policy"] == CSP, (method, path)
-        assert got["x-content-type-options"] == "nosniff" and got["referrer-policy"] == "no-referrer", (method, path)
+        assert got["x-content-type-options"] == "nosniff" and got["referrer-policy"] == "same-origin", (method, path)
     assert {200, 303, 304, 401, 403, 404, 405} <= statuses
     assert "script-src 'self'" in CSP and "'unsafe-inline'" not in CSP and "frame-ancestors 'none'" in CSP
 
