@@ -197,3 +197,22 @@ def test_placement_takes_the_first_rule_that_applies(live: dict[str, bool], task
     host, why = _pool(**live).place(task, load)
     assert host == placed[0] and (why or "").startswith(placed[1] or ""), why
     assert (why is None) == (placed[1] is None)
+
+
+def test_a_run_on_a_host_connects_to_the_agent_there_bound_to_its_workspace_unless_mounted(tmp_path: Path,
+                                                                                           repo: Path) -> None:
+    from mcp_agent_kit.board.host_workspaces import HostWorkspaces
+    from mcp_agent_kit.board.workspaces import Workspaces
+
+    specs = {"kept": HostSpec("kept", "http://127.0.0.1:1", "t"), "seen": HostSpec("seen", "https://h:2", mounted=True)}
+    remote = HostWorkspaces(HostPool(specs, local=()), Workspaces(repo, tmp_path / "data"), None)
+    assert remote.repo_url == str(repo.resolve())
+    config = parse_config(echo_config(tmp_path / "sessions"))
+    task = {"id": "t1", "agent": "echo", "host": "kept", "workspace": "/srv/work/t1"}
+    spec = remote.spec_for(task, config.agents["echo"])
+    assert (spec.url, spec.command, spec.approve) == ("ws://127.0.0.1:1/agents/echo/acp", "", "all")
+    assert spec.headers == {"Authorization": "Bearer t", "Acp-Workspace": "t1"} and remote.kept(task)
+    mounted = {**task, "host": "seen", "agent": "claude"}
+    spec = remote.spec_for(mounted, None)  # an agent only hosts serve: an entry's defaults
+    assert (spec.url, spec.headers, spec.approve) == ("wss://h:2/agents/claude/acp", {}, "ask")
+    assert not remote.kept(mounted) and remote.unchanged("t1")
