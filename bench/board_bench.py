@@ -16,6 +16,17 @@ ratio board / floor against the goal (at most 1.5: the board adds at most 50 % t
 first, after one untimed warm-up task; a failed task on either side stops the bench (exit 1).
 
     python bench/board_bench.py [--tasks 100] [--concurrency 8]
+
+Hosts mode (`--hosts`, issue #28 item 3): the board with its tasks on agent hosts, `mcp-agent-kit agent-host`
+processes on loopback (mounted: they serve the echo agent, the board makes the worktrees). First the tasks per
+minute of N tasks with the agents local (no hosts), on 1 host and on 2 hosts (the same concurrency in all three:
+each host's capacity is its share of it). Then the host hop: the kit's ACP client runs the same turns on the echo
+agent spawned here and through a host (ACP's WebSocket profile, /agents/echo/acp); a turn streams `--words`
+agent updates, and the hop's added time per agent update is (turn via the host - turn direct) / updates (the
+median of `--turns` turns each), against the goal (under 2 ms on loopback); the added time of a one-update turn
+(a round trip) is printed beside it.
+
+    python bench/board_bench.py --hosts [--tasks 40] [--concurrency 4] [--turns 20] [--words 200]
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from mcp_agent_kit.board.git import LOCAL_ENV  # noqa: E402
 
 ECHO_AGENT = ROOT / "examples" / "acp_echo_agent.py"
 GOAL = 1.5  # the board's time per task at most this many times the floor's
+HOP_GOAL_MS = 2.0  # the host hop adds at most this much per agent update
 TASK_TIMEOUT_S = 600.0  # the bound on waiting for any one task
 WORKTREE_LOCK = threading.Lock()
 GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0")
@@ -159,11 +171,21 @@ def report(tasks: int, concurrency: int, floor: tuple[float, list[float]], board
 
 def main() -> int:
     cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_argument("--tasks", type=int, default=100, help="tasks on each side (default 100)")
-    cli.add_argument("--concurrency", type=int, default=8, help="tasks at once: threads and max_concurrent (default 8)")
+    cli.add_argument("--tasks", type=int, default=None, help="tasks on each side (default 100; --hosts: 40)")
+    cli.add_argument("--concurrency", type=int, default=None,
+                     help="tasks at once: threads and max_concurrent (default 8; --hosts: 4)")
+    cli.add_argument("--hosts", action="store_true", help="the hosts mode (see above)")
+    cli.add_argument("--turns", type=int, default=20, help="--hosts: turns each way for the hop (default 20)")
+    cli.add_argument("--words", type=int, default=200, help="--hosts: agent updates a turn streams (default 200)")
     args = cli.parse_args()
-    if args.tasks < 1 or args.concurrency < 1:
-        cli.error("--tasks and --concurrency must be at least 1")
+    args.tasks = args.tasks if args.tasks is not None else 40 if args.hosts else 100
+    args.concurrency = args.concurrency if args.concurrency is not None else 4 if args.hosts else 8
+    if args.tasks < 1 or args.concurrency < 1 or args.turns < 1 or args.words < 1:
+        cli.error("--tasks and --concurrency must be at least 1 (and --turns and --words)")
+    if args.hosts:
+        from board_hosts_bench import run_hosts_bench  # bench/board_hosts_bench.py, beside this file
+
+        return run_hosts_bench(args)
     with tempfile.TemporaryDirectory(prefix="board-bench-") as temp:
         root = Path(temp)
         (root / "home").mkdir()

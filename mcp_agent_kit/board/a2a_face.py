@@ -5,7 +5,7 @@ acts through the Board facade and builds the A2A view on the way out (board.a2a_
 state table, board.states.A2A_STATES). a2a.http serves it (card, JSON-RPC, HTTP+JSON, SSE, the
 Host/Origin gate, tokens or OAuth).
 - SendMessage without a taskId creates a task: the text parts joined are the prompt; the request's or the
-  message's `metadata` may carry `agent`, `priority`, `title`, `blockedBy`, `base`, `hold`. A contextId
+  message's `metadata` may carry `agent`, `priority`, `title`, `blockedBy`, `base`, `hold`, `labels`. A contextId
   without a taskId is refused (each task is its own context).
 - SendMessage with a taskId: needs_input → the answer (a data part: the schema answer; else the text: an
   option id, or an option name, any case); review → a follow-up prompt (back to queued); done, discarded,
@@ -56,7 +56,7 @@ __all__ = ["BoardAgent", "BoardFace"]
 PAGE = 500  # transcript events read per call
 MAX_EVENTS = 20_000  # a view reads at most this many transcript events (the history of a very long task is cut)
 LIST_DEFAULT, LIST_MAX = 50, 100
-CREATE_FIELDS = ("agent", "priority", "title", "blockedBy", "base", "hold")
+CREATE_FIELDS = ("agent", "priority", "title", "blockedBy", "base", "hold", "labels")
 # a board error -> the A2A error it is
 ERRORS: dict[type[BoardError], str] = {TaskNotFound: "TaskNotFound", TransitionRefused: "UnsupportedOperation",
                                        TaskConflict: "UnsupportedOperation", TaskInvalid: "InvalidParams"}
@@ -83,7 +83,7 @@ class BoardAgent(Agent):
         return [
             {"id": "create_task", "name": "Create a coding task", "tags": ["board", "coding"],
              "description": "A message without a taskId is a new task's prompt; metadata may name agent, "
-                            "priority (urgent, high, normal, low), title, blockedBy, base, hold",
+                            "priority (urgent, high, normal, low), title, blockedBy, base, hold, labels",
              "examples": ["Add a --verbose flag to the CLI and test it"]},
             {"id": "answer_question", "name": "Answer a task's question", "tags": ["board"],
              "description": "A message with the taskId of a task in input-required (a question): the option id "

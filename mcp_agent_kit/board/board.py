@@ -25,6 +25,9 @@ event this process appends, `seq` being how far the task's event log goes). Each
 that raises is logged and the others are still called. Listeners must be quick (queue the work).
 Webhooks: with `board.webhooks` configured, `start` makes one board.webhooks.WebhookSender whose
 `deliver` is an "event" listener (it only queues); `close` closes it after the runs are stopped.
+Agent hosts (board.hosts): with `hosts` configured, the Board keeps a HostPool (health checks from `start`
+to `close`); the scheduler places tasks with it, a host that comes up wakes the scheduler, one that goes
+down has its runs settled (TaskRunner.host_down); `status()` lists the hosts.
 Rules: the facade owns the objects and wires them; the decisions live in board.queue, board.states,
 board.runner; no protocol knowledge.
 """
@@ -45,6 +48,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp_agent_kit.board import task_fields as tf
 from mcp_agent_kit.board.config import BoardConfig
 from mcp_agent_kit.board.errors import BoardError, TaskInvalid
+from mcp_agent_kit.board.host_workspaces import HostWorkspaces
+from mcp_agent_kit.board.hosts import HostPool
 from mcp_agent_kit.board.replicas import (
     EVENTS_CHANNEL,
     SCHEDULER_KEY,
@@ -125,15 +130,18 @@ class Board:
             raise
         self.store = store
         lease = DEFAULT_LEASE_S if lease_s is None else lease_s
-        self.tasks = ObservedTasks(store, on_moved=self._moved, replica=replica, agents=list(config.agents),
+        self.hosts = HostPool(config.hosts, config.agents, on_change=self._host_changed)
+        agents = list(dict.fromkeys([*config.agents, *self.hosts.declared_agents()]))
+        self.tasks = ObservedTasks(store, on_moved=self._moved, replica=replica, agents=agents,
                                    default_agent=config.default_agent, own_store=own, lease_s=lease,
                                    leading=self._leading, abandoned=self._abandoned)
         self.replica = self.tasks.replica
-        self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended)
+        self.remote = HostWorkspaces(self.hosts, self.workspaces, config.repo_url)
+        self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended, self.remote)
         self.leader = SoleLease(store, SCHEDULER_KIND, SCHEDULER_KEY, self.replica, lease,
                                 on_change=self._leadership, name="board-scheduler-lease")
         self.relay = AnswerRelay(self.tasks, self._await)
-        self.scheduler = Scheduler(self.tasks, self.runner, lambda: board_limits(config, self.runner),
+        self.scheduler = Scheduler(self.tasks, self.runner, lambda: board_limits(config, self.runner, self.hosts),
                                    leading=self._leading, deliver=self._deliver if self.replicated else None)
         self._listeners: dict[str, dict[int, Callable[[dict[str, Any]], None]]] = {k: {} for k in LISTENER_KINDS}
         self._listen_lock = threading.Lock()
@@ -172,11 +180,13 @@ class Board:
             log.warning("board: stopped the agent of task %s left running by the board's previous process", task_id)
         self.tasks.recover()
         for task in self.tasks.list():
-            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]):
+            if task.get("workspace") and task["state"] not in FINAL and not self.tasks.live_elsewhere(task["id"]) \
+                    and not self.remote.kept(task):
                 self._reattach(task)
         self.tasks.leases()
         self.leader.keep()  # the first replica schedules from its first round on
         self.leader.start()
+        self.hosts.start()
         self.scheduler.start()
 
     def _reattach(self, task: dict[str, Any]) -> None:
@@ -195,6 +205,7 @@ class Board:
             return
         self._closed = True
         self.scheduler.close()
+        self.hosts.close()
         self.leader.close()  # released: another replica schedules at once
         self.runner.close()
         if self.replicated and self._started:  # the other replicas carry on with this one's tasks at once
@@ -221,22 +232,25 @@ class Board:
     def create_task(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                     priority: str = "normal", blocked_by: Sequence[str] = (), base: str | None = None,
                     hold: bool = False, owner: str | None = None, metadata: Mapping[str, Any] | None = None,
-                    task_id: str | None = None) -> dict[str, Any]:
+                    task_id: str | None = None, labels: Sequence[str] | None = None) -> dict[str, Any]:
         """A new task. owner: the principal creating it (None without authentication); metadata: the
-        caller's JSON object; task_id: an id the caller chose (TaskExists when it is taken)."""
+        caller's JSON object; task_id: an id the caller chose (TaskExists when it is taken); labels: what an
+        agent host running it must have (board.hosts)."""
         return self.tasks.create(prompt, title=title, agent=agent, priority=priority, blocked_by=blocked_by,
-                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id)
+                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id,
+                                 labels=labels)
 
     def set_priority(self, task_id: str, priority: str) -> dict[str, Any]:
         """Change the task's priority (it orders the queue: board.queue)."""
         return self.tasks.update(task_id, {"priority": priority})
 
     def status(self) -> dict[str, Any]:
-        """{"running": the scheduler runs, "max_concurrent", "agents": [{"id", "ready", "why"}]} as now."""
+        """{"running": the scheduler runs, "max_concurrent", "agents": [{"id", "ready", "why"}], and with hosts
+        configured "hosts": [{"id", "url", "live", "why", "capacity", "labels", "agents", "mounted"}]} as now."""
         agents = [{"id": agent_id, "ready": ready, "why": why or None}
                   for agent_id, (ready, why) in ((a, self.runner.ready(a)) for a in self.config.agents)]
         return {"running": self._started and not self._closed, "max_concurrent": self.config.max_concurrent,
-                "agents": agents}
+                "agents": agents, **({"hosts": self.hosts.describe()} if self.hosts.hosts else {})}
 
     def release_task(self, task_id: str) -> dict[str, Any]:
         return self.tasks.move(task_id, "release").task
@@ -280,7 +294,10 @@ class Board:
 
     def task_diff(self, task_id: str) -> dict[str, Any]:
         """{"files": [{"path", "status", "added", "removed", "binary"}], "patch"} against the task's base commit."""
-        diff = self.workspaces.diff(self._workspace(self.tasks.get(task_id)))
+        task = self.tasks.get(task_id)
+        if self.remote.kept(task):
+            return self.remote.diff(task)
+        diff = self.workspaces.diff(self._workspace(task))
         return {"files": [dict(change) for change in diff["files"]], "patch": diff["patch"]}
 
     def accept_task(self, task_id: str, merge: bool = False) -> dict[str, Any]:
@@ -288,8 +305,9 @@ class Board:
         base branch (refused, nothing changed, when that could touch uncommitted work); then the task is done."""
         task = self.tasks.get(task_id)
         transition(task["state"], "accept", task_id)
-        accepted = self.workspaces.accept(self._workspace(task), f"{task['title']} (task {task_id})",
-                                          author=self.config.author, merge=merge)
+        message = f"{task['title']} (task {task_id})"
+        accepted = (self.remote.accept(task, message, self.config.author, merge) if self.remote.kept(task) else
+                    self.workspaces.accept(self._workspace(task), message, author=self.config.author, merge=merge))
         merged = f"; merged into {accepted['merged']}" if accepted["merged"] else ""
         self.tasks.append(task_id, {"type": "progress", "kind": "progress", "accepted": dict(accepted),
                                     "text": f"accepted: {accepted['commit'][:12]} on {accepted['branch']}{merged}"})
@@ -300,7 +318,9 @@ class Board:
         task = self.tasks.get(task_id)
         transition(task["state"], "discard", task_id)
         found = self.workspaces.find(task_id)
-        if found is not None:
+        if self.remote.kept(task):
+            self.remote.discard(task)
+        elif found is not None:
             self.workspaces.discard(found)
         return self.tasks.move(task_id, "discard").task
 
@@ -426,6 +446,12 @@ class Board:
         task = self.tasks.find(task_id)
         if task is not None:
             self._fire("task", {"task": task, "seq": seq})
+
+    def _host_changed(self, host: str, live: bool) -> None:
+        """An agent host came up (the queue may move) or went down (its runs here are settled)."""
+        if not live:
+            self.runner.host_down(host)
+        self.scheduler.wake()
 
     # ---- replicas (board.replicas) -----------------------------------------------------------------
     def _leading(self) -> bool:

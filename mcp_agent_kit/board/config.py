@@ -14,6 +14,9 @@ The document is JSON with three sections (every other top-level key is refused):
   the variable `secretEnv` names when the config is read; events absent or empty: every semantic event).
 - `mcpServers`: MCP servers handed to every task's session, as ACP's McpServer list or as an object keyed
   by name in the gateway's shape (converted like an acp entry's `mcpServers`).
+- `hosts`: the agent hosts tasks may run on (board.hosts.parse_hosts; their tokens read from the environment
+  now), with `board.repoUrl`, where hosts clone the repository from (default: the repository's path). An
+  agent a host declares (`agents`) is the board's even without an `agents` entry.
 An agent's own `max_concurrent` limits it only when the config sets it (the gateway's default of 4 does not
 apply on the board: the board's limit does); its `timeout` (one turn, a question's wait for a person
 included) defaults to DEFAULT_TURN_TIMEOUT, an hour, not the gateway's ten minutes. Rules: plain data
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_agent_kit.gateway.config import ConfigError
 
 if TYPE_CHECKING:
+    from mcp_agent_kit.board.hosts import HostSpec
     from mcp_agent_kit.board.webhooks import Webhook
 
 __all__ = ["DEFAULT_MAX_CONCURRENT", "BoardConfig", "ConfigError", "WorkspaceSettings", "load_config",
@@ -42,8 +46,8 @@ DEFAULT_MAX_CONCURRENT = 4
 DEFAULT_SETUP_TIMEOUT = 600.0
 DEFAULT_TURN_TIMEOUT = 3600.0  # seconds one turn may take, a question's wait for a person included
 MAX_CONFIG_BYTES = 1 << 20
-_TOP_KEYS = ("agents", "board", "mcpServers")
-_BOARD_KEYS = ("max_concurrent", "agent", "author", "workspace", "webhooks")
+_TOP_KEYS = ("agents", "board", "mcpServers", "hosts")
+_BOARD_KEYS = ("max_concurrent", "agent", "author", "workspace", "webhooks", "repoUrl")
 _WORKSPACE_KEYS = ("base", "copy", "setup", "setupTimeout", "mode")
 _MODES = ("worktree", "in-place")
 
@@ -72,6 +76,8 @@ class BoardConfig:
     workspace: WorkspaceSettings = field(default_factory=WorkspaceSettings)
     webhooks: tuple[Webhook, ...] = ()  # board.webhooks.Webhook: url, secret (read from secretEnv), events
     mcp_servers: tuple[dict[str, Any], ...] = ()
+    hosts: Mapping[str, HostSpec] = field(default_factory=dict)  # board.hosts: host id -> its entry
+    repo_url: str | None = None  # board.repoUrl: where hosts clone the repository from (None: its path)
 
 
 def load_config(path: str | Path | None) -> BoardConfig:
@@ -117,10 +123,15 @@ def parse_config(data: Any) -> BoardConfig:
     default = board.get("agent")
     if default is not None:
         default = _text(default, '"board": agent')
-    agents, limits = _agents(top.get("agents"), default)
-    if default is None and len(agents) == 1:
-        default = next(iter(agents))
-    if default is not None and default not in agents:  # pragma: no cover (_agents adds it or fails)
+    from mcp_agent_kit.board.hosts import parse_hosts
+
+    hosts = parse_hosts(top.get("hosts"))
+    remote = {agent for host in hosts.values() for agent in host.agents or ()}
+    agents, limits = _agents(top.get("agents"), default if default not in remote else None)
+    everyone = set(agents) | remote
+    if default is None and len(everyone) == 1:
+        default = next(iter(everyone))
+    if default is not None and default not in agents and default not in remote:  # pragma: no cover
         raise ConfigError(f'"board": agent {default!r} is not configured: add it to "agents"')
     author = board.get("author")
     if author is not None:
@@ -136,7 +147,8 @@ def parse_config(data: Any) -> BoardConfig:
         max_concurrent=_whole(board.get("max_concurrent", DEFAULT_MAX_CONCURRENT), '"board": max_concurrent', 1,
                               1000),
         workspace=_workspace(board.get("workspace", {})), webhooks=_webhooks(board.get("webhooks")),
-        mcp_servers=_servers(top.get("mcpServers", [])))
+        mcp_servers=_servers(top.get("mcpServers", [])), hosts=hosts,
+        repo_url=None if board.get("repoUrl") is None else _text(board["repoUrl"], '"board": repoUrl'))
 
 
 def _agent_id(ref: str) -> str:

@@ -429,10 +429,12 @@ def _create(session: LiveSession, call: LiveCall) -> dict[str, Any]:
             raise LiveError("bad_request", f"payload.blocked_by holds task ids (text), not {_kind(blocker)}")
         session.task(blocker)
     metadata = _field(payload, "metadata", (dict,), "an object")
+    labels = _field(payload, "labels", (list,), "a list of labels")
     task: dict[str, Any] = session.board.create_task(
         prompt, title=text(payload, "title"), agent=text(payload, "agent_type"),
         priority=priority_of(payload) or tf.DEFAULT_PRIORITY, blocked_by=blockers, base=text(payload, "base"),
-        hold=flag(payload, "hold"), owner=session.principal, metadata=metadata, task_id=text(payload, "id"))
+        hold=flag(payload, "hold"), owner=session.principal, metadata=metadata, task_id=text(payload, "id"),
+        labels=labels)
     echoed: dict[str, Any] = {key: payload[key] for key in ("board_id", "column_id") if key in payload}
     return {**task, **echoed}
 

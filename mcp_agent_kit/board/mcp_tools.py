@@ -21,7 +21,7 @@ from typing import Any
 from mcp_agent_kit.board import render
 from mcp_agent_kit.board.errors import BoardError
 from mcp_agent_kit.board.states import NEEDS_INPUT, REVIEW, STATES
-from mcp_agent_kit.board.task_fields import BLOCKERS_MAX, ID_MAX, PRIORITIES
+from mcp_agent_kit.board.task_fields import BLOCKERS_MAX, ID_MAX, LABELS_MAX, PRIORITIES
 from mcp_agent_kit.core.content import ToolResult, text
 
 SERVER_NAME = "mcp-agent-kit-board"
@@ -51,6 +51,8 @@ TASK: dict[str, Any] = {
         "blockedBy": {"type": "array", "items": {"type": "string"}},
         **{name: dict(_TEXT_OR_NULL) for name in ("branch", "base", "workspace", "result", "error", "sessionId",
                                                   "startedAt", "endedAt", "progress")},
+        "labels": {"type": "array", "items": {"type": "string"}},
+        "host": {**_TEXT_OR_NULL, "description": "The agent host it runs on (null: the board's machine)"},
         "createdAt": {"type": "string"},
         "question": QUESTION,
     },
@@ -157,12 +159,14 @@ TOOLS: dict[str, Tool] = {
                        "description": "Task ids that must be done (accepted) before this one starts"},
          "base": {"type": "string", "description": "The git revision to branch from (default: the repository's "
                                                    "current HEAD commit)"},
-         "hold": {"type": "boolean", "description": "Create it held: it waits for release_task (default false)"}},
+         "hold": {"type": "boolean", "description": "Create it held: it waits for release_task (default false)"},
+         "labels": {"type": "array", "items": {"type": "string"}, "maxItems": LABELS_MAX,
+                    "description": "Labels an agent host must all have to run it (e.g. [\"gpu\"])"}},
         ["prompt"], TASK, _annotations("Create a task"),
         lambda board, a: dict(board.create_task(
             a["prompt"], title=a.get("title"), agent=a.get("agent"), priority=a.get("priority", "normal"),
             blocked_by=tuple(a.get("blockedBy") or ()), base=a.get("base"), hold=bool(a.get("hold", False)),
-            owner=a.get(OWNER)))),
+            owner=a.get(OWNER), labels=a.get("labels")))),
     "release_task": Tool("Release a held task: it joins the queue.", _ON_TASK, ["task_id"], TASK,
                          _annotations("Release a held task"), _task_only("release_task")),
     "list_tasks": Tool(

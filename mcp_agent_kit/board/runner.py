@@ -23,6 +23,11 @@ runs: a board started after a crash stops the agents its previous life left behi
 they edit on in a workspace whose task was interrupted; replicas sharing the data directory leave a live
 replica's agents alone. `reconcile(lost)` stops the runs whose task the store no longer has running here
 (cancelled on another replica, or taken over after a stall).
+Agent hosts (board.hosts): a task placed on a host (its `host`) connects to the agent's ACP endpoint there
+(board.host_workspaces: the entry, the workspace the host keeps unless `mounted`). When its connection drops and
+the host no longer answers (HostPool.lost), or the health checks find the host down (`host_down`), the run is
+settled like a dead replica's (BoardTasks.vanished): back to `queued` when it changed nothing (no edit tool call
+or file write seen, an empty diff where one can be read), else `failed` with "host <id> vanished".
 Rules: one lock per run orders the engine's calls and the task's moves (an answer's move lands before the
 end it lets happen); nothing here blocks a connection's reader thread but store writes; a run that vanished
 (the board closing) moves nothing, so the task keeps its state for the restart rule.
@@ -40,17 +45,21 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_agent_kit.acp.client import events as ev
 from mcp_agent_kit.acp.client.errors import AcpError
 from mcp_agent_kit.acp.client.permissions import PermissionRequest
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskInvalid, TransitionRefused
+from mcp_agent_kit.board.host_workspaces import edits
 from mcp_agent_kit.board.states import transition
 from mcp_agent_kit.board.task_scope import TaskScope
 from mcp_agent_kit.board.tasks import BoardTasks
 from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceError, Workspaces, safe_id
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
+
+if TYPE_CHECKING:
+    from mcp_agent_kit.board.host_workspaces import HostWorkspaces
 
 log = logging.getLogger("mcp_agent_kit.board")
 TEXT_MOST = 190_000  # a result or error is cut to its last this many characters (task_fields.TEXT_MAX is 200k)
@@ -118,13 +127,17 @@ class BoardRun:
         self.turn: EngineTurn | None = None
         self.question: PermissionRequest | None = None
         self.stopped = False  # cancelled, or the board closes: the end moves nothing
+        self.edited = False  # the agent changed files in this run (an edit tool call, a file written)
 
 
 class TaskRunner:
     """The runs of this process (see the module docstring)."""
 
-    def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell) -> None:
+    def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell,
+                 remote: HostWorkspaces | None = None) -> None:
         self.tasks, self.workspaces, self.config, self.tell = tasks, workspaces, config, tell
+        self.remote = remote  # runs on agent hosts (board.host_workspaces), with their pool
+        self.hosts = remote.pool if remote is not None else None
         self._runs: dict[str, BoardRun] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -135,12 +148,17 @@ class TaskRunner:
     # ---- starting ------------------------------------------------------------------------------
     def launch(self, task: dict[str, Any]) -> None:
         """Run `task` (already moved to `running` by this process) on a short-lived thread."""
-        run = BoardRun(task, self.config.agents[task["agent"]])
+        run = BoardRun(task, self._spec(task))
         with self._lock:
             if self._closed:
                 return
             self._runs[run.task_id] = run
         threading.Thread(target=self._begin, args=(run,), name=f"board-run-{run.task_id}", daemon=True).start()
+
+    def _spec(self, task: dict[str, Any]) -> Any:
+        """The agent's entry (gateway.agents_config.AgentSpec); on a host, pointed at the agent's endpoint there."""
+        spec = self.config.agents.get(task["agent"])
+        return spec if not task.get("host") or self.remote is None else self.remote.spec_for(task, spec)
 
     def ready(self, agent_id: str) -> tuple[bool, str]:
         """Whether an agent can be started now, and why not."""
@@ -176,6 +194,10 @@ class TaskRunner:
     def _workspace(self, run: BoardRun) -> Workspace | None:
         """The task's workspace, made on its first start, attached again after; recorded in the task."""
         task = run.task
+        if self.remote is not None and self.remote.kept(task):  # the host makes and keeps it
+            workspace = self.remote.create(task)
+            self._record_workspace(run, workspace)
+            return workspace
         found = self.workspaces.find(run.task_id)
         if found is not None:
             workspace = self.workspaces.attach(found)
@@ -279,7 +301,7 @@ class TaskRunner:
             if not self._closed:
                 self.say(run, {"type": "turn_end", "stopReason": end.stop_reason,
                                 **({"error": end.error} if end.error else {})})
-            if not run.stopped:
+            if not run.stopped and not (end.error and self._vanished(run)):
                 why = STOP_FAILS.get(end.stop_reason or "") if end.stop_reason else f"the agent failed: {end.error}"
                 if why is None:
                     self.move(run, "finish", {"result": _tail(end.text)})
@@ -289,10 +311,37 @@ class TaskRunner:
 
     def _fail(self, run: BoardRun, why: str) -> None:
         with run.lock:
-            if not run.stopped:
+            if not run.stopped and not self._vanished(run):
                 self.say(run, {"type": "error", "text": _tail(why)})
                 self.move(run, "fail", {"error": _tail(why)})
             self._retire(run)
+
+    # ---- agent hosts ------------------------------------------------------------------------------------
+    def _vanished(self, run: BoardRun, checked: bool = False) -> bool:
+        """The run's host is gone (its connection dropped and a check fails; `checked`: known down): settle the
+        task (BoardTasks.vanished) and stop the run. False when the run is not on a host, or the host lives."""
+        host = run.task.get("host")
+        if not host or self.hosts is None or run.stopped or not (checked or self.hosts.lost(host)):
+            return False
+        run.stopped = True
+        why = f"host {host} vanished"
+        self.scope.revoke(run, why)
+        moved = self.tasks.vanished(run.task_id, why, f"host {host} running this task vanished",
+                                    not run.edited and self.remote is not None and self.remote.unchanged(run.task_id))
+        if moved is not None:
+            run.task = moved.task
+        log.warning("board: task %s: %s (%s)", run.task_id, why, moved.task["state"] if moved else "moved meanwhile")
+        return True
+
+    def host_down(self, host: str) -> None:
+        """The health checks found `host` down: settle every run of this process on it."""
+        with self._lock:
+            runs = [run for run in self._runs.values() if run.task.get("host") == host]
+        for run in runs:
+            with run.lock:
+                settled = self._vanished(run, checked=True)
+            if settled:
+                self._retire(run)
 
     def _retire(self, run: BoardRun) -> None:
         """Forget the run and stop its agent (on a thread of its own: this may be the agent's reader)."""
@@ -435,6 +484,8 @@ class _Observer:
         self.runner, self.run = runner, run
 
     def update(self, event: ev.Event) -> None:
+        if edits(event):
+            self.run.edited = True  # (a vanished host's task then fails instead of going back to the queue)
         entry = transcript_entry(event)
         if entry is None:
             return

@@ -7,7 +7,8 @@ stops those whose task the store no longer has running here (cancelled on anothe
 BoardTasks.lost) and hands them the answers given on other replicas (`deliver`, board.replicas.AnswerRelay). Then,
 only on the replica that holds the scheduler's lease (`leading`), it reads the tasks that matter (held, queued,
 running, needs_input; in in-place mode also those holding the checkout; and every blocker they name), asks
-board.queue.plan with the limits (the board's max_concurrent, each agent's own one and its readiness), writes each
+board.queue.plan with the limits (the board's max_concurrent, each agent's own one and its readiness, the agent
+hosts' placement: board.hosts; a task starts with its `host` set, None for here), writes each
 waiting task's `waiting` text only when it changed, and starts the picked tasks: `move(id, "start")` is a compare-and-
 set on the stored task, so even two replicas that both believed they schedule (a stall around a lease
 hand-over) start it once. Rules: the round never waits for an agent (the runner starts each on its own thread); a
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_agent_kit.board.errors import BoardError, TaskConflict, TaskNotFound, TransitionRefused
+from mcp_agent_kit.board.hosts import HostPool
 from mcp_agent_kit.board.queue import AgentSlots, BoardLimits, plan
 from mcp_agent_kit.board.runner import TaskRunner
 from mcp_agent_kit.board.states import CANCELLED, FAILED, HELD, LIVE, NEEDS_INPUT, QUEUED, REVIEW, RUNNING
@@ -120,16 +122,18 @@ class Scheduler:
                         continue
         for task_id in decided.start:
             try:
-                moved = self.tasks.move(task_id, "start")
+                moved = self.tasks.move(task_id, "start", {"host": decided.hosts.get(task_id)})
             except (TransitionRefused, TaskConflict, TaskNotFound):
                 continue  # another replica started (or someone cancelled) it first
             self.runner.launch(moved.task)
 
 
-def board_limits(config: Any, runner: TaskRunner) -> BoardLimits:
-    """The limits of one round: the config's numbers and each agent's readiness now."""
+def board_limits(config: Any, runner: TaskRunner, hosts: HostPool | None = None) -> BoardLimits:
+    """The limits of one round: the config's numbers, each agent's readiness now (an agent a host serves is
+    ready: where it runs is the hosts' placement), and the hosts' placement."""
     agents = {}
-    for agent_id in config.agents:
-        ready, why = runner.ready(agent_id)
+    for agent_id in dict.fromkeys([*config.agents, *(hosts.declared_agents() if hosts is not None else ())]):
+        ready, why = (True, "") if hosts is not None and hosts.serves(agent_id) else runner.ready(agent_id)
         agents[agent_id] = AgentSlots(config.agent_limits.get(agent_id), ready, why)
-    return BoardLimits(config.max_concurrent, agents, config.workspace.mode == "in-place")
+    return BoardLimits(config.max_concurrent, agents, config.workspace.mode == "in-place",
+                       hosts.place if hosts is not None else None)

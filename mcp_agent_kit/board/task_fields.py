@@ -3,10 +3,11 @@
 A task is a plain JSON object with exactly FIELDS (always all present; None where unset, but `metadata`,
 an object, {} where unset), the names surfaces show (`blockedBy`, `sessionId`, `createdAt`, ...). `owner`
 is the principal that created the task (None without authentication); `metadata` is the caller's own
-JSON object (at most METADATA_MAX bytes as JSON), kept and returned as given. Times are ISO 8601 UTC with milliseconds
-and a `Z`. `checked(fields)` validates what a caller may change after creation (UPDATABLE: a table of
-field -> check), raising TaskInvalid with one line naming the field and the rule. Rules: pure; no store,
-no state machine (board.states owns `state`).
+JSON object (at most METADATA_MAX bytes as JSON), kept and returned as given; `labels` ([] where unset) are the
+labels an agent host must have to run the task, `host` the id of the host it runs (ran) on, None for this
+machine. Times are ISO 8601 UTC with milliseconds and a `Z`. `checked(fields)` validates what a caller may
+change after creation (UPDATABLE: a table of field -> check), raising TaskInvalid with one line naming the field
+and the rule. Rules: pure; no store, no state machine (board.states owns `state`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from mcp_agent_kit.board.errors import TaskInvalid
 FIELDS = ("id", "title", "prompt", "agent", "priority", "state", "waiting", "blockedBy", "branch", "base",
           "workspace", "question", "result", "error", "sessionId", "createdAt", "startedAt", "endedAt",
           "progress",  # progress: the status line the task's agent last reported (report_progress), None before
-          "owner", "metadata")
+          "owner", "metadata",
+          "labels", "host")  # labels: what a host must have to run it (board.hosts); host: where it runs (None: here)
 PRIORITIES = ("urgent", "high", "normal", "low")  # most urgent first
 DEFAULT_PRIORITY = "normal"
 QUESTION_KINDS = ("permission", "question")
@@ -40,6 +42,7 @@ PROGRESS_MAX = 1000  # a status line (report_progress)
 OWNER_MAX = 256  # a principal
 METADATA_MAX = 16 * 1024  # the metadata object as compact JSON, in UTF-8 bytes
 BLOCKERS_MAX = 50
+LABELS_MAX = 20
 OPTIONS_MAX = 50
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _BAD_REF = re.compile(r"[\x00-\x20\x7f]|^-")  # git itself checks the rest when it resolves the ref
@@ -147,6 +150,16 @@ def check_metadata(name: str, value: Any) -> dict[str, Any]:
     return copied
 
 
+def check_labels(name: str, value: Any) -> list[str]:
+    """A list of labels (each like an id: letters, digits, '.', '-', '_'), duplicates dropped, order kept."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TaskInvalid(f"{name} must be a list of labels (e.g. [\"gpu\"])")
+    labels = list(itertools.islice(value, LABELS_MAX + 1))
+    if len(labels) > LABELS_MAX:
+        raise TaskInvalid(f"{name} holds more than {LABELS_MAX} labels; at most {LABELS_MAX} are allowed")
+    return list(dict.fromkeys(check_id(name, label) for label in labels))
+
+
 def check_question(name: str, value: Any) -> dict[str, Any]:
     """`{"kind": "permission"|"question", "message", "options": [{"id", "name", "kind"}] | "schema": {...}}`."""
     if not isinstance(value, Mapping):
@@ -192,6 +205,7 @@ UPDATABLE: Mapping[str, Callable[[str, Any], Any]] = {
     "sessionId": _optional(check_session),
     "progress": _optional(check_progress),
     "metadata": check_metadata,
+    "host": _optional(check_id),
 }
 
 
@@ -222,18 +236,21 @@ def check_blockers(value: Any) -> list[str]:
 
 def new_task(task_id: str, prompt: str, title: str, agent: str, priority: str, state: str, blockers: list[str],
              base: str | None, created: float, owner: str | None = None,
-             metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+             metadata: dict[str, Any] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
     """A task object with every field, as created."""
     task: dict[str, Any] = dict.fromkeys(FIELDS)
     task.update(id=task_id, title=title, prompt=prompt, agent=agent, priority=priority, state=state,
-                blockedBy=blockers, base=base, createdAt=iso(created), owner=owner, metadata=metadata or {})
+                blockedBy=blockers, base=base, createdAt=iso(created), owner=owner, metadata=metadata or {},
+                labels=labels or [])
     return task
 
 
 def completed(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored task object with the fields added since it was written (owner None, metadata {})."""
+    """A stored task object with the fields added since it was written (owner and host None, metadata {},
+    labels [])."""
     task = dict(body)
-    if "metadata" not in task or "owner" not in task:
-        task.setdefault("owner", None)
-        task.setdefault("metadata", {})
+    if "host" not in task or "metadata" not in task or "owner" not in task:
+        for name, empty in (("owner", None), ("metadata", {}), ("labels", []), ("host", None)):
+            task.setdefault(name, empty)
+        task = {name: task[name] for name in FIELDS} | task  # the fields in their order
     return task

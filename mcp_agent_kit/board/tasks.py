@@ -31,7 +31,8 @@ left of a dead replica's run here and says whether its workspace is unchanged: t
 back to the queue (`requeue`) instead of failing, since nothing was cut half-way. Either way the
 transcript gets an `error` event naming the replica that stopped. `lost(ids)` tells a replica which
 of its runs the store no longer has running under its name (cancelled elsewhere, or taken over after
-a stall), so it stops them.
+a stall), so it stops them. `vanished(id, ...)` settles the same way a run of this replica whose agent host
+vanished (board.hosts), the caller saying whether it changed anything; a requeue clears the task's `host`.
 
 Rules: plain dicts in and out (copies: mutating one never changes the store); inputs checked by
 board.task_fields (TaskInvalid); no protocol and no I/O beyond the store; `clock` is wall-clock seconds.
@@ -93,7 +94,7 @@ EFFECTS: Mapping[str, Callable[[str], dict[str, Any]]] = {
     "fail": _ended,
     "interrupt": _ended,
     "cancel": _ended,
-    "requeue": lambda now: {"question": None, "waiting": None},
+    "requeue": lambda now: {"question": None, "waiting": None, "host": None},
     "prompt": lambda now: {"endedAt": None, "error": None, "question": None, "waiting": None},
 }
 # action -> the caller's fields it needs
@@ -134,10 +135,10 @@ class BoardTasks:
     def create(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                priority: str | None = None, blocked_by: Iterable[str] | None = None, base: str | None = None,
                hold: bool = False, task_id: str | None = None, owner: str | None = None,
-               metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               metadata: Mapping[str, Any] | None = None, labels: Iterable[str] | None = None) -> dict[str, Any]:
         """A new task, `queued` (or `held` with hold=True); TaskInvalid names a bad input (a blocker must
         exist; an id taken already is TaskExists). `owner`: the principal creating it; `metadata`: the
-        caller's JSON object (board.task_fields)."""
+        caller's JSON object; `labels`: what a host running it must have (board.task_fields)."""
         prompt = tf.check_prompt("prompt", prompt)
         title = tf.derive_title(prompt) if title is None or not str(title).strip() else tf.check_title("title", title)
         agent = self._agent(agent)
@@ -147,6 +148,7 @@ class BoardTasks:
         given = None if task_id is None else tf.check_id("id", task_id)
         owner = None if owner is None else tf.check_owner("owner", owner)
         extra = {} if metadata is None else tf.check_metadata("metadata", metadata)
+        wanted = [] if labels is None else tf.check_labels("labels", labels)
         if given is not None and given in blockers:
             raise TaskInvalid(f"task {given} cannot be blocked by itself")
         self._check_blockers(given, blockers)
@@ -154,7 +156,7 @@ class BoardTasks:
         for _ in range(CAS_TRIES):
             new_id = given or uuid.uuid4().hex[:10]
             task = tf.new_task(new_id, prompt, title, agent, priority, HELD if hold else QUEUED, blockers, base,
-                               created, owner, extra)
+                               created, owner, extra, wanted)
             if self.store.insert(self._record(task, order=self._order())):
                 self.store.notify(CHANNEL, new_id)
                 return task
@@ -375,11 +377,22 @@ class BoardTasks:
         if self.leading():
             self._lapsed(record, reason)
 
-    def _lapsed(self, record: Record, reason: str) -> Moved | None:
-        """Settle the run of a dead replica: back to the queue when `abandoned` finds its workspace unchanged,
-        else interrupted; the transcript says which replica stopped. None when it moved meanwhile."""
+    def vanished(self, task_id: str, reason: str, stopped: str, unchanged: bool) -> Moved | None:
+        """A run of this process lost what ran its agent (an agent host: board.hosts): settled like a dead
+        replica's run (`_lapsed`), back to the queue when `unchanged`, else interrupted with `reason`;
+        `stopped` says in the transcript who stopped. None when the task is no longer running."""
+        record = self.store.get(KIND, task_id)
+        if record is None or record.state not in ACTIVE:
+            return None
+        return self._lapsed(record, reason, stopped, unchanged)
+
+    def _lapsed(self, record: Record, reason: str, stopped: str | None = None,
+                unchanged: bool | None = None) -> Moved | None:
+        """Settle the run of a dead replica: back to the queue when `abandoned` finds its workspace unchanged
+        (or the caller knows it is: `unchanged`), else interrupted; the transcript says which replica (or,
+        `stopped`, what) stopped. None when it moved meanwhile."""
         task = tf.completed(record.body)
-        requeue = self.abandoned is not None and self.abandoned(task)
+        requeue = unchanged if unchanged is not None else self.abandoned is not None and self.abandoned(task)
         try:
             if requeue:
                 moved = self.move(record.key, "requeue", version=record.version)
@@ -390,8 +403,8 @@ class BoardTasks:
             return None
         then = ("the task is back in the queue (its workspace had no changes)" if requeue
                 else "the task failed (it may have changed its workspace); prompt it to continue")
-        self.append(record.key, {"type": "error", "kind": "error", "replica": record.holder,
-                                 "text": f"the replica {record.holder or '?'} running this task stopped: {then}"})
+        who = stopped or f"the replica {record.holder or '?'} running this task stopped"
+        self.append(record.key, {"type": "error", "kind": "error", "replica": record.holder, "text": f"{who}: {then}"})
         return moved
 
     # ---- helpers -------------------------------------------------------------------------------------------

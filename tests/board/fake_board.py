@@ -47,9 +47,10 @@ class FakeBoard:
     def create_task(self, prompt: str, *, title: str | None = None, agent: str | None = None,
                     priority: str = "normal", blocked_by: Sequence[str] = (), base: str | None = None,
                     hold: bool = False, owner: str | None = None, metadata: dict[str, Any] | None = None,
-                    task_id: str | None = None) -> dict[str, Any]:
+                    task_id: str | None = None, labels: Sequence[str] | None = None) -> dict[str, Any]:
         task = self.tasks.create(prompt, title=title, agent=agent, priority=priority, blocked_by=blocked_by,
-                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id)
+                                 base=base, hold=hold, owner=owner, metadata=metadata, task_id=task_id,
+                                 labels=labels)
         return self._told(task)
 
     def set_priority(self, task_id: str, priority: str) -> dict[str, Any]:

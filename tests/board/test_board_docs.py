@@ -104,7 +104,7 @@ def found_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 # ---- the config ----------------------------------------------------------------------------------------
 def test_every_config_sample_parses(found_agents: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOARD_WEBHOOK_SECRET", "s3cret")
-    minimal, full = configs()
+    minimal, full, hosts = configs()
     parsed = board_config.parse_config(minimal)
     assert parsed.default_agent == "qwen-code" and parsed.max_concurrent == 2
     parsed = board_config.parse_config(full)
@@ -116,11 +116,22 @@ def test_every_config_sample_parses(found_agents: None, monkeypatch: pytest.Monk
                                        frozenset({"task.needs_input", "task.review", "task.failed"})),)
     assert [server["name"] for server in parsed.mcp_servers] == ["docs"]
     assert parsed.author == "Board <board@example.com>"
+    monkeypatch.setenv("AGENT_HOST_TOKEN", "t0ken")
+    parsed = board_config.parse_config(hosts)
+    assert set(parsed.hosts) == {"gpu-1", "local"} and parsed.default_agent == "echo"
+    assert parsed.hosts["gpu-1"].token == "t0ken" and parsed.hosts["gpu-1"].labels == {"gpu"}
+    assert parsed.hosts["local"].mounted and parsed.hosts["local"].poll == 2.0
+    assert parsed.repo_url == "https://git.example.com/team/app.git"
+    rows = {CODE.findall(row[0])[0]: row for row in table(section("## Hosts"))}
+    from mcp_agent_kit.board.hosts import _KEYS
+
+    assert list(rows) == [f"hosts.<id>.{key}" for key in _KEYS]
 
 
 def test_the_config_reference_lists_every_key_with_its_default() -> None:
     rows = {CODE.findall(row[0])[0]: row for row in table(section("## The config"))}
-    expected = {"agents", "mcpServers", "agents.<id>.max_concurrent", "agents.<id>.timeout",  # and what `board` holds
+    expected = {"agents", "mcpServers", "hosts",
+                "agents.<id>.max_concurrent", "agents.<id>.timeout",  # and what `board` holds
                 *(f"board.{key}" for key in board_config._BOARD_KEYS if key != "workspace"),
                 *(f"board.workspace.{key}" for key in board_config._WORKSPACE_KEYS),
                 *(f"board.webhooks[].{key}" for key in ENTRY_KEYS)}

@@ -62,7 +62,8 @@ def test_the_tools_their_schemas_and_annotations(any_url: str, mode: str) -> Non
             assert tool.description and tool.annotations.read_only_hint is (name in READ_ONLY), name
         create = tools["create_task"].input_schema
         assert create["required"] == ["prompt"]
-        assert set(create["properties"]) == {"prompt", "title", "agent", "priority", "blockedBy", "base", "hold"}
+        assert set(create["properties"]) == {"prompt", "title", "agent", "priority", "blockedBy", "base", "hold",
+                                             "labels"}
         assert create["properties"]["priority"]["enum"] == ["urgent", "high", "normal", "low"]
         assert create["properties"]["blockedBy"]["type"] == "array"
         assert set(tools["list_tasks"].input_schema["properties"]) == {"state", "agent"}
