@@ -147,7 +147,7 @@ class HostState:
 
 
 @dataclass(frozen=True)
-class Ask:
+class PlacementAsk:
     """One placement question: the task's agent and labels, and the hosts as they are now."""
 
     agent: str
@@ -177,24 +177,24 @@ class Ask:
         return ", ".join(sorted(self.labels))
 
 
-def _full(ask: Ask) -> str:
+def _full(ask: PlacementAsk) -> str:
     each = ", ".join(f"{h.spec.id} {ask.load.get(h.spec.id, 0)}/{h.spec.capacity}" for h in ask.matching)
     return f"host: every live host of agent {ask.agent} that fits is full ({each}): starts when one has room"
 
 
-def _down(ask: Ask) -> str:
+def _down(ask: PlacementAsk) -> str:
     each = ", ".join(f"{h.spec.id} ({h.why})" for h in ask.serving)
     return f"host: no host of agent {ask.agent} is live ({each}): starts when one comes back"
 
 
-def _pinned(ask: Ask) -> str:
+def _pinned(ask: PlacementAsk) -> str:
     host = ask.pinned
     assert host is not None
     now = host.why if not host.live else f"full, {ask.load.get(host.spec.id, 0)}/{host.spec.capacity}"
     return f"host: host {host.spec.id} keeps this task's workspace and is {now}: starts when it has room"
 
 
-def _no_labels(ask: Ask) -> str:
+def _no_labels(ask: PlacementAsk) -> str:
     others = [h.spec.id for h in ask.serving if not ask.labels <= h.spec.labels]
     which = f" (hosts of agent {ask.agent} without them: {', '.join(others)})" if others else ""
     return (f"host: no live host of agent {ask.agent} has the labels {ask.shown_labels()}{which}: starts when one "
@@ -202,7 +202,8 @@ def _no_labels(ask: Ask) -> str:
 
 
 # (what the rule is, whether it applies, its outcome: (the host, None: here; why the task waits, None: it starts))
-PLACEMENT: tuple[tuple[str, Callable[[Ask], bool], Callable[[Ask], tuple[str | None, str | None]]], ...] = (
+Outcome = Callable[[PlacementAsk], tuple[str | None, str | None]]
+PLACEMENT: tuple[tuple[str, Callable[[PlacementAsk], bool], Outcome], ...] = (
     ("a host keeps its workspace and has room: there", lambda a: a.pinned is not None and a.room(a.pinned),
      lambda a: (a.pinned.spec.id if a.pinned else None, None)),
     ("a host keeps its workspace: wait for it", lambda a: a.pinned is not None, lambda a: (None, _pinned(a))),
@@ -323,7 +324,7 @@ class HostPool:
             pinned = None
             if kept is not None and not kept.spec.mounted and task.get("workspace"):
                 pinned = HostState(kept.spec, kept.live, kept.why, kept.fails, kept.agents)
-        ask = Ask(agent, frozenset(task.get("labels") or ()), agent in self.local, serving, load, pinned)
+        ask = PlacementAsk(agent, frozenset(task.get("labels") or ()), agent in self.local, serving, load, pinned)
         outcome = next(decide for _, applies, decide in PLACEMENT if applies(ask))
         return outcome(ask)
 
