@@ -1,7 +1,7 @@
 """gitwork: running git, and a checkout's changes — the protocol-free part the board and the agent host share.
 
 Rules: standard library only; imports nothing of ours; knows paths, refs and commits, never tasks or requests.
-git (MIN_VERSION or newer) is found on PATH once per Git object; a missing or older git is one GitUnavailable
+git (MIN_VERSION or newer) is found on PATH once per GitRunner object; a missing or older git is one GitMissing
 line naming the fix. Every command runs from a list argv (never a shell) with stdin closed, a timeout, and these
 settings for that command only (nothing is written to any git config):
 - no hooks (`core.hooksPath=/dev/null`): a repository whose hooks live in its tree (`core.hooksPath=.husky`)
@@ -13,7 +13,7 @@ settings for that command only (nothing is written to any git config):
   (GIT_DIR, GIT_INDEX_FILE, ... as `git rev-parse --local-env-vars` lists them) inherited from our caller.
 Changes: a diff stages the checkout into a temporary index (a copy of its own, GIT_INDEX_FILE), so it sees
 new untracked files (not ignored ones) as the commit would; a commit is made with plumbing (write-tree,
-commit-tree) and the branch moved with a compare-and-swap (update-ref NEW OLD). The error types a Git raises
+commit-tree) and the branch moved with a compare-and-swap (update-ref NEW OLD). The error types a GitRunner raises
 are its class attributes (board.git subclasses them into the board's error family).
 """
 
@@ -31,10 +31,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-__all__ = ["DEFAULT_TIMEOUT_S", "DIFF_FLAGS", "FIX", "LOCAL_ENV", "MIN_VERSION", "SETTINGS", "STATUS", "Diff",
-           "FileChange", "Git", "GitError", "GitUnavailable", "GitWorkError", "Worktree", "commit_all", "diff",
-           "git_environment", "move_branch", "parse_author", "parse_listing", "parse_version", "parse_worktrees",
-           "staged"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "DIFF_FLAGS",
+    "FIX",
+    "LOCAL_ENV",
+    "MIN_VERSION",
+    "SETTINGS",
+    "STATUS",
+    "Diff",
+    "FileChange",
+    "GitFailed",
+    "GitMissing",
+    "GitRunner",
+    "GitWorkError",
+    "Worktree",
+    "commit_all",
+    "diff",
+    "git_environment",
+    "move_branch",
+    "parse_author",
+    "parse_listing",
+    "parse_version",
+    "parse_worktrees",
+    "staged",
+]
 
 MIN_VERSION = (2, 30)
 DEFAULT_TIMEOUT_S = 120.0  # one git command; `worktree add` of a large repository checks out every file
@@ -55,11 +76,11 @@ class GitWorkError(Exception):
     """A git operation could not be done; the message is one line naming the problem."""
 
 
-class GitUnavailable(GitWorkError):
+class GitMissing(GitWorkError):
     """git is missing or older than MIN_VERSION."""
 
 
-class GitError(GitWorkError):
+class GitFailed(GitWorkError):
     """A git command failed: the message quotes git's own last line; `stderr` holds all of it."""
 
     def __init__(self, argv: Sequence[str], returncode: int | None, stderr: str, what: str | None = None) -> None:
@@ -110,12 +131,12 @@ def parse_worktrees(text: str, separator: str) -> list[Worktree]:
     return found
 
 
-class Git:
+class GitRunner:
     """Runs git: `run` (bytes out, an error on failure) and `text` (stripped output). The error types it raises
     are class attributes, so a caller with its own error family subclasses them (board.git)."""
 
-    unavailable: type[GitUnavailable] = GitUnavailable
-    failed: type[GitError] = GitError
+    unavailable: type[GitMissing] = GitMissing
+    failed: type[GitFailed] = GitFailed
     invalid: type[Exception] = GitWorkError  # bad input (an author that is not 'Name <email>')
 
     def __init__(self, executable: str = "git", *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
@@ -138,7 +159,7 @@ class Git:
 
     def run(self, args: Sequence[str], cwd: str | Path, *, env: Mapping[str, str] | None = None,
             ok: Sequence[int] = (0,), timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-        """`git <args>` in `cwd`; a return code outside `ok`, a timeout or a failed start is a GitError."""
+        """`git <args>` in `cwd`; a return code outside `ok`, a timeout or a failed start is a GitFailed."""
         argv = [self.executable, *(word for setting in SETTINGS for word in ("-c", setting)), *self.options, *args]
         limit = self.timeout if timeout is None else timeout
         try:
@@ -152,7 +173,7 @@ class Git:
             raise self.failed(args, done.returncode, done.stderr.decode("utf-8", "replace"))
         return done
 
-    def bound(self, *options: str) -> Git:
+    def bound(self, *options: str) -> GitRunner:
         """A copy that puts `options` (`--git-dir=...`, `-c name=value`) before every command's arguments."""
         twin = copy.copy(self)
         twin.options = (*self.options, *options)
@@ -163,7 +184,7 @@ class Git:
         return self.run(args, cwd, env=env).stdout.decode("utf-8", "replace").strip()
 
     def succeeds(self, args: Sequence[str], cwd: str | Path) -> bool:
-        """Whether `git <args>` exits 0 (1 is a plain no; anything else is still a GitError)."""
+        """Whether `git <args>` exits 0 (1 is a plain no; anything else is still a GitFailed)."""
         return self.run(args, cwd, ok=(0, 1)).returncode == 0
 
     def worktrees(self, cwd: str | Path) -> list[Worktree]:
@@ -198,7 +219,7 @@ def parse_author(author: str, error: type[Exception] = GitWorkError) -> dict[str
 
 
 @contextmanager
-def staged(git: Git, path: Path) -> Iterator[dict[str, str]]:
+def staged(git: GitRunner, path: Path) -> Iterator[dict[str, str]]:
     """An environment whose GIT_INDEX_FILE is a temporary index holding every change in the
     checkout at `path` (tracked, and untracked files not ignored); the checkout's index is only read."""
     index = Path(path, git.text(["rev-parse", "--git-path", "index"], path))
@@ -212,7 +233,7 @@ def staged(git: Git, path: Path) -> Iterator[dict[str, str]]:
         yield env
 
 
-def diff(git: Git, path: Path, base_commit: str, *, binary: bool = False) -> Diff:
+def diff(git: GitRunner, path: Path, base_commit: str, *, binary: bool = False) -> Diff:
     """The checkout at `path` against `base_commit`: commits made there and uncommitted changes
     alike, new untracked files included. `binary` puts applicable binary patches in the patch
     (otherwise `Binary files ... differ`)."""
@@ -250,7 +271,7 @@ def parse_listing(listing: str) -> list[FileChange]:
     return list(files.values())
 
 
-def commit_all(git: Git, path: Path, parent: str, message: str, author: str | None,
+def commit_all(git: GitRunner, path: Path, parent: str, message: str, author: str | None,
                committer: Mapping[str, str] | None = None) -> str:
     """A commit of everything in the checkout at `path` (as `diff` sees it) on top of `parent`, or
     `parent` itself when nothing differs from it (`committer`: GIT_COMMITTER_* variables, when given).
@@ -263,7 +284,7 @@ def commit_all(git: Git, path: Path, parent: str, message: str, author: str | No
     return git.text(["commit-tree", tree, "-p", parent, "-m", message], path, env=env)
 
 
-def move_branch(git: Git, path: Path, new: str, old: str, reason: str = "board: accept") -> None:
+def move_branch(git: GitRunner, path: Path, new: str, old: str, reason: str = "board: accept") -> None:
     """Move the checkout's HEAD (its branch) from `old` to `new` and bring its index along; its files,
     already those of `new`, stay as they are (`reason`: the reflog's message)."""
     if new != old:

@@ -67,7 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     # The agent host serves ACP agents over the network: acp/ (the known agents), httpd/, the process manager and
     # the sandbox, the gateway's `agents` config shape, the store; nothing of a surface above it.
     "hosts": {"hosts", "acp", "httpd", "process", "sandbox", "store", "gateway", "auth", "addresses", "cli_common",
-              "wire", "logs", "gitwork", "safefile"},
+              "wire", "logs", "gitwork"},
     # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,
     # the CLI front doors, the dev tools or the test helpers.
     "board": {"board", "hosts", "gateway", "turns", "a2a", "acp", "client", "packaging", "transports", "httpd",

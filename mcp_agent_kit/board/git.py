@@ -29,16 +29,16 @@ class WorkspaceError(BoardError):
     """A workspace operation could not be done; the message is one line naming the problem."""
 
 
-class GitUnavailable(gitwork.GitUnavailable, WorkspaceError):
+class GitUnavailable(gitwork.GitMissing, WorkspaceError):
     """git is missing or older than MIN_VERSION."""
 
 
-class GitError(gitwork.GitError, WorkspaceError):
+class GitError(gitwork.GitFailed, WorkspaceError):
     """A git command failed: the message quotes git's own last line; `stderr` holds all of it."""
 
 
-class Git(gitwork.Git):
-    """Runs git for the board (gitwork.Git), raising the board's errors."""
+class Git(gitwork.GitRunner):
+    """Runs git for the board (gitwork.GitRunner), raising the board's errors."""
 
     unavailable = GitUnavailable
     failed = GitError
