@@ -48,6 +48,8 @@ ALLOWED: dict[str, set[str]] = {
     "auth": {"auth"},
     # Records that outlive a request, for one or many replicas: no protocol, nothing of ours.
     "store": {"store"},
+    # Running git and a checkout's changes (diff, commit): protocol-free, shared by the board and the agent host.
+    "gitwork": {"gitwork"},
     # The gateway builds a Server from client parts and serves it; its cli.py is a front door.
     "gateway": {"gateway", "client", "server", "core", "wire", "transports", "cli_common", "safefile",
                 "store",  # agent sessions on a shared store (gateway --store URL)
@@ -65,12 +67,12 @@ ALLOWED: dict[str, set[str]] = {
     # The agent host serves ACP agents over the network: acp/ (the known agents), httpd/, the process manager and
     # the sandbox, the gateway's `agents` config shape, the store; nothing of a surface above it.
     "hosts": {"hosts", "acp", "httpd", "process", "sandbox", "store", "gateway", "auth", "addresses", "cli_common",
-              "wire", "logs"},
+              "wire", "logs", "gitwork"},
     # The board sits above every protocol layer (DESIGN.md): it may use them all, never the scaffold,
     # the CLI front doors, the dev tools or the test helpers.
     "board": {"board", "hosts", "gateway", "turns", "a2a", "acp", "client", "packaging", "transports", "httpd",
               "store", "core", "wire", "server", "auth", "safefile", "logs", "process", "line_peer", "cli_common",
-              "addresses", "loader", "sandbox"},
+              "addresses", "loader", "sandbox", "gitwork"},
 }
 
 # Inside acp/: the two ends never import each other; both stand on the shared acp.connection (the ACP

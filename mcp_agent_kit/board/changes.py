@@ -1,10 +1,10 @@
 """board.changes: a workspace's changes as the board shows and keeps them: diff, commit, merge.
 
 Rules: runs git through board.git only; knows paths, refs and commits, not tasks. Nothing here
-touches the index of a checkout a person uses: a diff stages the workspace into a temporary
-index (a copy of the workspace's own, GIT_INDEX_FILE), so it sees new untracked files (not
-ignored ones) as the commit would; a commit is made with plumbing (write-tree, commit-tree) and
-the branch moved with a compare-and-swap (update-ref NEW OLD). A merge is computed without any
+touches the index of a checkout a person uses. The diff, the commit and the branch's move are
+gitwork's (shared with the agent host), named here too: a diff stages the workspace into a
+temporary index, so it sees new untracked files (not ignored ones) as the commit would; a commit
+is made with plumbing and the branch moved with a compare-and-swap. A merge is computed without any
 checkout (`git merge-tree --write-tree`, git 2.38 and newer; older gits merge in a temporary
 detached worktree that is removed again) and then applied to the base branch only as a
 fast-forward: with update-ref where the branch is not checked out, with `merge --ff-only` in the
@@ -14,19 +14,17 @@ raised before any ref, index or file changed (git may have written unreferenced 
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import NotRequired, TypedDict
 
+import mcp_agent_kit.gitwork as gitwork
 from mcp_agent_kit.board.git import Git, GitError, WorkspaceError
+from mcp_agent_kit.gitwork import Diff, FileChange, commit_all, diff, move_branch, parse_listing, staged
 
-STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "added", "T": "modified"}
-DIFF_FLAGS = ("--no-ext-diff", "--no-textconv", "--no-relative", "--no-color", "-M")
-_AUTHOR = re.compile(r"^\s*([^<>]*?)\s*<([^<>\s]+)>\s*$")
+__all__ = ["Diff", "FileChange", "MergeRefused", "commit_all", "diff", "fast_forward", "merge_plan", "merged_commit",
+           "move_branch", "parse_author", "parse_listing", "staged"]
+
 # where a worktree's git directory says its branch is being rebased or bisected (so it is not free)
 BUSY_FILES = ("rebase-merge/head-name", "rebase-apply/head-name", "BISECT_START")
 
@@ -40,98 +38,9 @@ class MergeRefused(WorkspaceError):
         self.conflicts = conflicts or []
 
 
-class FileChange(TypedDict):
-    path: str
-    status: str  # added | modified | deleted | renamed
-    added: int  # lines; 0 for a binary file
-    removed: int
-    binary: bool
-    oldPath: NotRequired[str]  # renamed: where it came from
-
-
-class Diff(TypedDict):
-    files: list[FileChange]
-    patch: str
-
-
 def parse_author(author: str) -> dict[str, str]:
     """`Name <email>` as the GIT_AUTHOR_* variables; anything else is a WorkspaceError."""
-    found = _AUTHOR.match(author)
-    if not found or not found[1]:
-        raise WorkspaceError(f"author {author!r} is not 'Name <email>': give it as e.g. 'Ada <ada@example.com>'")
-    return {"GIT_AUTHOR_NAME": found[1], "GIT_AUTHOR_EMAIL": found[2]}
-
-
-@contextmanager
-def staged(git: Git, path: Path) -> Iterator[dict[str, str]]:
-    """An environment whose GIT_INDEX_FILE is a temporary index holding every change in the
-    checkout at `path` (tracked, and untracked files not ignored); the checkout's index is only read."""
-    index = Path(path, git.text(["rev-parse", "--git-path", "index"], path))
-    with tempfile.TemporaryDirectory(prefix="board-index-") as scratch:
-        env = {"GIT_INDEX_FILE": str(Path(scratch, "index"))}
-        if index.is_file():  # a copy keeps the stat data, so only changed files are hashed again, and its
-            shutil.copy2(index, env["GIT_INDEX_FILE"])  # time too: git trusts no entry as new as the index
-        elif git.succeeds(["rev-parse", "--verify", "--quiet", "HEAD"], path):
-            git.run(["read-tree", "HEAD"], path, env=env)
-        git.run(["add", "--all", "--", ":/"], path, env=env)
-        yield env
-
-
-def diff(git: Git, path: Path, base_commit: str, *, binary: bool = False) -> Diff:
-    """The checkout at `path` against `base_commit`: commits made there and uncommitted changes
-    alike, new untracked files included. `binary` puts applicable binary patches in the patch
-    (otherwise `Binary files ... differ`)."""
-    with staged(git, path) as env:
-        listing = git.run(["diff", "--cached", *DIFF_FLAGS, "--raw", "--numstat", "-z", base_commit, "--"],
-                          path, env=env).stdout.decode("utf-8", "replace")
-        patch = git.run(["diff", "--cached", *DIFF_FLAGS, "--src-prefix=a/", "--dst-prefix=b/",
-                         *(["--binary"] if binary else []), base_commit, "--"], path, env=env).stdout
-    return {"files": parse_listing(listing), "patch": patch.decode("utf-8", "replace")}
-
-
-def parse_listing(listing: str) -> list[FileChange]:
-    """`git diff --raw --numstat -z` output as FileChange entries, in git's order."""
-    words = iter(listing.split("\0"))
-    files: dict[str, FileChange] = {}
-    for word in words:
-        if word.startswith(":"):
-            letter = word.split()[-1][:1]
-            old = next(words) if letter in "RC" else None
-            change: FileChange = {"path": next(words), "status": STATUS.get(letter, "modified"), "added": 0,
-                                  "removed": 0, "binary": False}
-            if letter == "R" and old is not None:
-                change["oldPath"] = old
-            files[change["path"]] = change
-        elif word:
-            added, removed, name = word.split("\t", 2)
-            if not name:  # a rename: the old and the new path follow
-                next(words)
-                name = next(words)
-            if name in files:
-                binary = added == "-"
-                files[name]["added"] = 0 if binary else int(added)
-                files[name]["removed"] = 0 if binary else int(removed)
-                files[name]["binary"] = binary
-    return list(files.values())
-
-
-def commit_all(git: Git, path: Path, parent: str, message: str, author: str | None) -> str:
-    """A commit of everything in the checkout at `path` (as `diff` sees it) on top of `parent`, or
-    `parent` itself when nothing differs from it. Nothing is moved: the caller moves the branch."""
-    env = parse_author(author) if author else {}
-    with staged(git, path) as index:
-        tree = git.text(["write-tree"], path, env=index)
-    if tree == git.text(["rev-parse", f"{parent}^{{tree}}"], path):
-        return parent
-    return git.text(["commit-tree", tree, "-p", parent, "-m", message], path, env=env)
-
-
-def move_branch(git: Git, path: Path, new: str, old: str) -> None:
-    """Move the checkout's HEAD (its branch) from `old` to `new` and bring its index along; its files,
-    already those of `new`, stay as they are."""
-    if new != old:
-        git.run(["update-ref", "-m", "board: accept", "HEAD", new, old], path)
-        git.run(["reset", "--mixed"], path)  # no --quiet: older gits then skip the refresh
+    return gitwork.parse_author(author, WorkspaceError)
 
 
 def common_dir(git: Git, root: Path) -> Path:

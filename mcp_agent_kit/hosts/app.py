@@ -9,8 +9,10 @@ this machine's PATH: acp.client.known, looked up on first use and kept for FOUND
 Every request passes the gate first (httpd.gate.Policy): Host and Origin (a browser page of another origin is
 refused 403), then `Authorization: Bearer` or an OAuth access token when the host has any (401); `/health`
 and the OAuth metadata document (RFC 9728) need no token. Where each agent process starts is `place(agent)`:
-its entry's `cwd`, else the host's directory — the seam where per-task workspaces (a clone at a ref, a
-worktree per task) will plug in. Rules: routing and the gate; the profiles, agentctl and the registry do the
+its entry's `cwd`, else the host's directory; a connection bound to a workspace (`Acp-Workspace: <id>` or
+`?workspace=<id>`: hosts.workspaces, its routes under `/api/v1/workspaces` in hosts.workspace_routes) starts
+its agent in that worktree instead, and the host answers the agent's fs and terminal requests there
+(hosts.confined). Rules: routing and the gate; the profiles, agentctl and the registry do the
 rest; nothing imports this package but the CLI (and, later, the board).
 """
 
@@ -20,16 +22,17 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from mcp_agent_kit.auth.dpop import proofs_in
 from mcp_agent_kit.auth.resource import Refusal
-from mcp_agent_kit.hosts import http_acp
+from mcp_agent_kit.hosts import http_acp, workspace_routes
 from mcp_agent_kit.hosts.agentctl import Agentctl
 from mcp_agent_kit.hosts.config import HostConfig, HostedAgent
 from mcp_agent_kit.hosts.link import default_place
 from mcp_agent_kit.hosts.registry import HostConnections
 from mcp_agent_kit.hosts.replies import send_error, send_json
+from mcp_agent_kit.hosts.workspaces import HostWorkspaces, WorkspaceRefused, default_dir
 from mcp_agent_kit.hosts.ws_acp import AcpSocket
 from mcp_agent_kit.httpd import Channel, Limits, Policy, Request, Server, WsHandler, WsLimits
 
@@ -51,8 +54,9 @@ class AgentHost:
     """The engine app of one agent host (see the module's doc); `bind` makes its server."""
 
     def __init__(self, config: HostConfig, policy: Policy, *, place: Callable[[HostedAgent], str] = default_place,
-                 keepalive: float = KEEPALIVE_S) -> None:
+                 keepalive: float = KEEPALIVE_S, workspaces: HostWorkspaces | None = None) -> None:
         self.config, self.policy, self.place, self.keepalive = config, policy, place, keepalive
+        self.workspaces = workspaces or HostWorkspaces(default_dir())
         self.registry = HostConnections()
         self.agentctl = Agentctl(self, config.default_agent)
         self.server: Server | None = None
@@ -98,6 +102,9 @@ class AgentHost:
                 return send_json(channel, request, 200, oauth.document, {"Access-Control-Allow-Origin": "*"})
             if path == ACP_PATH or (path.startswith(AGENTS_PREFIX) and path.endswith(ACP_PATH)):
                 return self._acp(path, request, channel)
+            if workspace_routes.serves(path):
+                self.gate(request, channel)
+                return workspace_routes.handle(self.workspaces, request, channel)
             route = self._routes.get(path)
             if route is None:
                 return send_error(channel, request, 404, f"nothing is served at {path[:100]}: see GET /api/v1/agents")
@@ -133,15 +140,23 @@ class AgentHost:
             agent = self.config.agents.get(path[len(AGENTS_PREFIX):-len(ACP_PATH)])
             if agent is None:
                 return send_error(channel, request, 404, f"no agent is served at {path[:100]}: see GET /api/v1/agents")
+        workspace = request.headers.get("acp-workspace") or parse_qs(urlsplit(request.target).query).get(
+            "workspace", [""])[-1]
+        bound: str | None = None
+        if workspace:
+            try:
+                bound = self.workspaces.get(workspace.strip()).path
+            except WorkspaceRefused as exc:
+                return send_error(channel, request, exc.status, str(exc))
         upgrade = (request.headers.get("upgrade") or "").lower()
         if "websocket" not in upgrade:
-            return http_acp.handle(self, agent, request, channel)
+            return http_acp.handle(self, agent, request, channel, bound)
         if agent is None:
             return send_error(channel, request, 404, self.no_default())
         if not self.registry.reserve(agent):
             return send_error(channel, request, 503, f"agent {agent.id!r} has {agent.spec.max_concurrent} connections,"
                               " its limit (max_concurrent): try again later", {"Retry-After": "5"})
-        socket = AcpSocket(self, agent, self.place(agent))
+        socket = AcpSocket(self, agent, bound or self.place(agent), workspace=bound)
         self.upgrade(request, channel, socket, principal, {"Acp-Connection-Id": socket.id}, ACP_LIMITS)
         if channel.receiver is None:  # refused (not a valid upgrade, or the hub is full)
             self.registry.release(agent)
@@ -165,6 +180,11 @@ class AgentHost:
         return send_json(channel, request, 200, {"status": "ok", "version": VERSION,
                                                  "agents": len(self.config.agents),
                                                  "connections": self.registry.count(),
+                                                 "workspaces": self.workspaces.count(),
+                                                 "capacity": {agent.id: agent.spec.max_concurrent
+                                                              for agent in self.config.agents.values()},
+                                                 "running": {agent.id: self.registry.count(agent.id)
+                                                             for agent in self.config.agents.values()},
                                                  "agentctl": self.agentctl.status()["status"]})
 
     def found(self) -> list[dict[str, Any]]:

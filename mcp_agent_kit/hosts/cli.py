@@ -4,7 +4,8 @@ CONFIG is the gateway's `agents` shape plus `"default"` (hosts.config); without 
 variables name one agent. `--http` defaults to 127.0.0.1 and AGENTCTL_PORT (9999). Authentication like every
 server of the kit: `--token`/`--tokens-file`, `--oauth-issuer ...`; a non-loopback bind without either is
 refused unless `--insecure`. `--allow-host`/`--allow-origin` widen the Host and Origin allowlists. The log
-level is AGENTCTL_LOG_LEVEL's (`-v`: debug). SIGTERM or Ctrl-C ends every connection and agent, then exits 0.
+level is AGENTCTL_LOG_LEVEL's (`-v`: debug). `--workspaces DIR` is where the workspaces it manages for a board
+live (hosts.workspaces). SIGTERM or Ctrl-C ends every connection and agent, then exits 0.
 Rules: flags and wiring only; user mistakes are one stderr line (cli_common).
 """
 
@@ -45,6 +46,9 @@ def parser() -> Parser:
                           "(default: the agent AGENTCTL_AGENT_COMMAND names)")
     cli.add_argument("--http", type=host_port, metavar="HOST:PORT",
                      help="where to listen (default 127.0.0.1 and $AGENTCTL_PORT, else 9999)")
+    cli.add_argument("--workspaces", metavar="DIR",
+                     help="where the host keeps the workspaces it manages for a board (mirrors, worktrees; default "
+                          "$XDG_DATA_HOME/mcp-agent-kit/hosts/HOST-PORT/workspaces)")
     cli.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     add_token_options(cli, "every route but /health")
     add_origin_options(cli)
@@ -92,6 +96,7 @@ def _serve(config: Any, host: str, port: int, tokens: dict[str, str], oauth: Any
     from mcp_agent_kit.addresses import machine_names
     from mcp_agent_kit.hosts.app import AgentHost
     from mcp_agent_kit.hosts.link import LinkError
+    from mcp_agent_kit.hosts.workspaces import HostWorkspaces, default_dir
     from mcp_agent_kit.httpd import Policy
     from mcp_agent_kit.httpd.lifecycle import run_until_stopped
 
@@ -100,7 +105,7 @@ def _serve(config: Any, host: str, port: int, tokens: dict[str, str], oauth: Any
     protected = oauth.build(args.public_url or base, name="agent-host") if oauth is not None else None
     policy = Policy(bind_host=host, allowed_hosts=[*machine_names(host), *args.allow_host],
                     allowed_origins=args.allow_origin, tokens=tokens, oauth=protected, realm="agent-host")
-    app = AgentHost(config, policy)
+    app = AgentHost(config, policy, workspaces=HostWorkspaces(args.workspaces or default_dir(f"{host}-{port}")))
 
     def build() -> _Served:
         try:

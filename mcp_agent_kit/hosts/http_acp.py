@@ -13,7 +13,9 @@ Statuses (the RFD's §Content Negotiation and §Unified Endpoint Routing): 415 n
 400 a missing `Acp-Connection-Id` (or a session-scoped method without `Acp-Session-Id`), 404 an unknown
 connection or session, 406 a GET that does not accept text/event-stream, 202 a DELETE; 503 when the agent has
 all the connections it may have, 502/504 when its process fails or does not answer initialize in time.
-Rules: the ACP wire passes unchanged; the gate ran before (hosts.app).
+A connection whose initialize named a workspace (hosts.app: `Acp-Workspace`) starts its agent there, and the
+host answers the agent's fs and terminal requests (hosts.confined). Rules: the ACP wire passes unchanged (but
+initialize's clientCapabilities on a workspace-bound connection); the gate ran before (hosts.app).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import uuid
 from typing import Any
 
 from mcp_agent_kit.hosts.config import HostedAgent
+from mcp_agent_kit.hosts.confined import Confined
 from mcp_agent_kit.hosts.link import AgentProcess, LinkError
 from mcp_agent_kit.hosts.outbox import SseOutbox
 from mcp_agent_kit.hosts.registry import HostApi
@@ -53,7 +56,7 @@ class HttpAcpConnection:
 
     profile = "http"
 
-    def __init__(self, host: HostApi, agent: HostedAgent, cwd: str) -> None:
+    def __init__(self, host: HostApi, agent: HostedAgent, cwd: str, workspace: str | None = None) -> None:
         self.host, self.agent = host, agent
         self.id = uuid.uuid4().hex
         self.box = SseOutbox()
@@ -65,6 +68,12 @@ class HttpAcpConnection:
         self.why = ""
         self.link = AgentProcess(agent, cwd=cwd, on_message=self._from_agent, on_end=self.end,
                               label=f"acp-http-{self.id[:8]}")
+        self.confined = None if workspace is None else Confined(workspace, agent, self.link.send)
+
+    def _advertised(self, message: dict[str, Any], text: str) -> tuple[dict[str, Any], str | None]:
+        """`initialize` with the host's fs and terminal advertised, on a workspace-bound connection."""
+        changed = None if self.confined is None else self.confined.initialize(message)
+        return (message, text) if changed is None else (changed, None)
 
     # ---- the client's side -----------------------------------------------------------------------------
     def initialize(self, message: dict[str, Any], text: str) -> str:
@@ -72,7 +81,7 @@ class HttpAcpConnection:
         done, slot = threading.Event(), list[str]()
         with self._lock:
             self._direct[_key(message.get("id"))] = (done, slot)
-        if not self.link.send(message, text):
+        if not self.link.send(*self._advertised(message, text)):
             raise LinkError(self.why or "the agent is gone")
         if not done.wait(INIT_TIMEOUT_S):
             raise TimeoutError(f"the agent did not answer initialize within {INIT_TIMEOUT_S:g} s")
@@ -98,7 +107,7 @@ class HttpAcpConnection:
         if isinstance(method, str) and "id" in message:
             with self._lock:
                 self._asked[_key(message["id"])] = (method, named or session)
-        if not self.link.send(message, text):
+        if not self.link.send(*self._advertised(message, text)):
             return 404, f"the connection has ended ({self.why or 'the agent is gone'}): POST initialize again"
         return 202, ""
 
@@ -119,6 +128,8 @@ class HttpAcpConnection:
             return box
 
     def _from_agent(self, text: str, message: dict[str, Any]) -> None:
+        if self.confined is not None and self.confined.intercept(message):
+            return
         box = self.box
         if "method" not in message and "id" in message:  # a response: classify by method first (ids repeat)
             key = _key(message["id"])
@@ -151,6 +162,8 @@ class HttpAcpConnection:
             waiting = list(self._direct.values())
             self._direct.clear()
         self.link.stop()
+        if self.confined is not None:
+            self.confined.close()
         for box in boxes:
             box.close(discard)
         for done, _ in waiting:
@@ -166,9 +179,13 @@ class HttpAcpConnection:
 
 
 # ---- the HTTP requests -----------------------------------------------------------------------------------
-def handle(host: HostApi, agent: HostedAgent | None, request: Request, channel: Channel) -> bool:
-    """One request to an ACP endpoint that is no WebSocket upgrade."""
-    method = {"POST": _post, "GET": _get, "DELETE": _delete}.get(request.method)
+def handle(host: HostApi, agent: HostedAgent | None, request: Request, channel: Channel,
+           workspace: str | None = None) -> bool:
+    """One request to an ACP endpoint that is no WebSocket upgrade (`workspace`: the bound workspace's path,
+    used by an `initialize` that opens a connection)."""
+    if request.method == "POST":
+        return _post(host, agent, request, channel, workspace)
+    method = {"GET": _get, "DELETE": _delete}.get(request.method)
     if method is None:
         return send_error(channel, request, 405, f"{request.method} is not served on an ACP endpoint: "
                           "use POST, GET (or a WebSocket upgrade) or DELETE", {"Allow": "GET, POST, DELETE"})
@@ -189,7 +206,8 @@ def _connection(host: HostApi, agent: HostedAgent | None, request: Request,
     return conn
 
 
-def _post(host: HostApi, agent: HostedAgent | None, request: Request, channel: Channel) -> bool:
+def _post(host: HostApi, agent: HostedAgent | None, request: Request, channel: Channel,
+          workspace: str | None) -> bool:
     if not request.complete:
         return send_error(channel, request, 413, f"the body is over {host.max_body} bytes or not length-framed: "
                           "POST one JSON-RPC message with a Content-Length")
@@ -206,7 +224,7 @@ def _post(host: HostApi, agent: HostedAgent | None, request: Request, channel: C
     if not isinstance(message, dict):
         return send_error(channel, request, 400, "the body must be one JSON-RPC message (a JSON object)")
     if not request.headers.get("acp-connection-id") and message.get("method") == "initialize" and "id" in message:
-        return _initialize(host, agent, request, channel, message, text)
+        return _initialize(host, agent, request, channel, message, text, workspace)
     conn = _connection(host, agent, request, channel)
     if not isinstance(conn, HttpAcpConnection):
         return conn
@@ -216,13 +234,13 @@ def _post(host: HostApi, agent: HostedAgent | None, request: Request, channel: C
 
 
 def _initialize(host: HostApi, agent: HostedAgent | None, request: Request, channel: Channel,
-                message: dict[str, Any], text: str) -> bool:
+                message: dict[str, Any], text: str, workspace: str | None) -> bool:
     if agent is None:
         return send_error(channel, request, 404, host.no_default())
     if not host.registry.reserve(agent):
         return send_error(channel, request, 503, f"agent {agent.id!r} has {agent.spec.max_concurrent} connections, "
                           "its limit (max_concurrent): try again later", {"Retry-After": "5"})
-    conn = HttpAcpConnection(host, agent, host.place(agent))
+    conn = HttpAcpConnection(host, agent, workspace or host.place(agent), workspace)
     try:
         conn.link.start()
     except LinkError as exc:

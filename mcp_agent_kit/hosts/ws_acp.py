@@ -6,7 +6,9 @@ message, written to the agent's stdin unchanged; binary messages are ignored (th
 JSON is answered with a JSON-RPC parse error (-32700), a batch or a non-object with -32600. Every message the
 agent writes goes back as one text message, unchanged (its `fs/*`, `terminal/*` and permission requests
 reach the remote client like any other). The connection's end (close, a dropped socket, the idle reaper, the
-host stopping) stops the agent's process tree; the agent's end closes the socket (1011, saying why).
+host stopping) stops the agent's process tree; the agent's end closes the socket (1011, saying why). A
+connection bound to a workspace (`workspace`: its path) has the host answer the agent's fs and terminal
+requests there and advertise them in `initialize` (hosts.confined); everything else still passes unchanged.
 Rules: the ACP wire passes unchanged; handler calls run on the hub's workers, never at once for one socket.
 """
 
@@ -18,6 +20,7 @@ import uuid
 from typing import Any
 
 from mcp_agent_kit.hosts.config import HostedAgent
+from mcp_agent_kit.hosts.confined import Confined
 from mcp_agent_kit.hosts.link import AgentProcess, LinkError
 from mcp_agent_kit.hosts.registry import HostApi
 from mcp_agent_kit.httpd import WsConnection
@@ -41,11 +44,12 @@ class AcpSocket:
 
     profile = "websocket"
 
-    def __init__(self, host: HostApi, agent: HostedAgent, cwd: str) -> None:
+    def __init__(self, host: HostApi, agent: HostedAgent, cwd: str, workspace: str | None = None) -> None:
         self.host, self.agent = host, agent
         self.id = uuid.uuid4().hex
         self.link = AgentProcess(agent, cwd=cwd, on_message=self._from_agent, on_end=self._agent_ended,
                               label=f"acp-ws-{self.id[:8]}")
+        self.confined = None if workspace is None else Confined(workspace, agent, self.link.send)
         self.conn: WsConnection | None = None
         self._lock = threading.Lock()
         self._closing = False
@@ -71,16 +75,24 @@ class AcpSocket:
         if not isinstance(parsed, dict):
             conn.send(_error(-32600, "send one JSON-RPC message (an object) per WebSocket message; no batches"))
             return
-        self.link.send(parsed, text)
+        advertised = None if self.confined is None else self.confined.initialize(parsed)
+        if advertised is not None:
+            self.link.send(advertised)
+        else:
+            self.link.send(parsed, text)
 
     def closed(self, conn: WsConnection, code: int, reason: str) -> None:
         with self._lock:
             self._closing = True
         self.link.stop()
+        if self.confined is not None:
+            self.confined.close()
         self.host.registry.remove(self)
 
     # ---- the agent's side --------------------------------------------------------------------------
     def _from_agent(self, text: str, message: dict[str, Any]) -> None:
+        if self.confined is not None and self.confined.intercept(message):
+            return
         conn = self.conn
         if conn is not None:
             conn.send(text)
@@ -98,6 +110,8 @@ class AcpSocket:
             conn = self.conn
         if conn is None:
             self.link.stop()
+            if self.confined is not None:
+                self.confined.close()
             self.host.registry.remove(self)
         else:
             conn.close(1001, _reason(why))

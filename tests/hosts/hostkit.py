@@ -31,9 +31,10 @@ def echo_config(tmp_path: Path, entry: Mapping[str, Any] | None = None, **acp: A
 
 @contextmanager
 def running_host(data: dict[str, Any], *, tokens: Mapping[str, str] | None = None,
-                 environ: Mapping[str, str] | None = None) -> Iterator[tuple[AgentHost, str]]:
-    """An AgentHost serving `data` on 127.0.0.1 (a free port) until the block ends; (host, "127.0.0.1:PORT")."""
-    host = AgentHost(parse(data, environ or {}), Policy(bind_host="127.0.0.1", tokens=tokens))
+                 environ: Mapping[str, str] | None = None, **options: Any) -> Iterator[tuple[AgentHost, str]]:
+    """An AgentHost serving `data` on 127.0.0.1 (a free port) until the block ends; (host, "127.0.0.1:PORT").
+    `options` go to AgentHost (`workspaces=HostWorkspaces(tmp_path / ...)`)."""
+    host = AgentHost(parse(data, environ or {}), Policy(bind_host="127.0.0.1", tokens=tokens), **options)
     server = host.bind("127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
