@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp_agent_kit.board import task_fields as tf
 from mcp_agent_kit.board.config import BoardConfig
 from mcp_agent_kit.board.errors import BoardError, TaskInvalid
-from mcp_agent_kit.board.host_workspaces import HostWorkspaces
+from mcp_agent_kit.board.host_workspaces import RemoteWorkspaces
 from mcp_agent_kit.board.hosts import HostPool
 from mcp_agent_kit.board.replicas import (
     EVENTS_CHANNEL,
@@ -136,7 +136,7 @@ class Board:
                                    default_agent=config.default_agent, own_store=own, lease_s=lease,
                                    leading=self._leading, abandoned=self._abandoned)
         self.replica = self.tasks.replica
-        self.remote = HostWorkspaces(self.hosts, self.workspaces, config.repo_url)
+        self.remote = RemoteWorkspaces(self.hosts, self.workspaces, config.repo_url)
         self.runner = TaskRunner(self.tasks, self.workspaces, config, self._tell_appended, self.remote)
         self.leader = SoleLease(store, SCHEDULER_KIND, SCHEDULER_KEY, self.replica, lease,
                                 on_change=self._leadership, name="board-scheduler-lease")

@@ -33,7 +33,7 @@ from mcp_agent_kit.board.git import WorkspaceError
 from mcp_agent_kit.board.hosts import HostPool, request
 from mcp_agent_kit.board.workspaces import Accepted, Workspace, Workspaces, branch_name, safe_id
 
-__all__ = ["HOST_MODE", "HostWorkspaces", "edits"]
+__all__ = ["HOST_MODE", "RemoteWorkspaces", "edits"]
 
 log = logging.getLogger("mcp_agent_kit.board")
 HOST_MODE = "host"  # the `mode` of a Workspace a host keeps
@@ -51,7 +51,7 @@ def edits(event: ev.Event) -> bool:
                                                  for item in event.content or ())
 
 
-class HostWorkspaces:
+class RemoteWorkspaces:
     """The board's side of its hosts' workspaces (see the module's doc)."""
 
     def __init__(self, pool: HostPool, workspaces: Workspaces, repo_url: str | None) -> None:

@@ -59,7 +59,7 @@ from mcp_agent_kit.board.workspaces import SetupFailed, Workspace, WorkspaceErro
 from mcp_agent_kit.turns.engine import EngineTurn, TurnEngine, TurnOutcome, asked
 
 if TYPE_CHECKING:
-    from mcp_agent_kit.board.host_workspaces import HostWorkspaces
+    from mcp_agent_kit.board.host_workspaces import RemoteWorkspaces
 
 log = logging.getLogger("mcp_agent_kit.board")
 TEXT_MOST = 190_000  # a result or error is cut to its last this many characters (task_fields.TEXT_MAX is 200k)
@@ -134,7 +134,7 @@ class TaskRunner:
     """The runs of this process (see the module docstring)."""
 
     def __init__(self, tasks: BoardTasks, workspaces: Workspaces, config: Any, tell: Tell,
-                 remote: HostWorkspaces | None = None) -> None:
+                 remote: RemoteWorkspaces | None = None) -> None:
         self.tasks, self.workspaces, self.config, self.tell = tasks, workspaces, config, tell
         self.remote = remote  # runs on agent hosts (board.host_workspaces), with their pool
         self.hosts = remote.pool if remote is not None else None

@@ -201,11 +201,11 @@ def test_placement_takes_the_first_rule_that_applies(live: dict[str, bool], task
 
 def test_a_run_on_a_host_connects_to_the_agent_there_bound_to_its_workspace_unless_mounted(tmp_path: Path,
                                                                                            repo: Path) -> None:
-    from mcp_agent_kit.board.host_workspaces import HostWorkspaces
+    from mcp_agent_kit.board.host_workspaces import RemoteWorkspaces
     from mcp_agent_kit.board.workspaces import Workspaces
 
     specs = {"kept": HostSpec("kept", "http://127.0.0.1:1", "t"), "seen": HostSpec("seen", "https://h:2", mounted=True)}
-    remote = HostWorkspaces(HostPool(specs, local=()), Workspaces(repo, tmp_path / "data"), None)
+    remote = RemoteWorkspaces(HostPool(specs, local=()), Workspaces(repo, tmp_path / "data"), None)
     assert remote.repo_url == str(repo.resolve())
     config = parse_config(echo_config(tmp_path / "sessions"))
     task = {"id": "t1", "agent": "echo", "host": "kept", "workspace": "/srv/work/t1"}
