@@ -1,7 +1,8 @@
 """board.workspaces: each board task's own checkout of the repository, made, reviewed, kept or removed.
 
 A task id and title in, a Workspace record out (plain data: `to_json()` / `Workspace.from_json()`),
-which the board stores and hands back after a restart (`attach`). Two modes:
+which the board stores and hands back after a restart (`attach`; a record's mode may also be `host`: a workspace
+an agent host keeps, which board.host_workspaces records). Two modes:
 - `worktree` (the default): `git worktree add -b task/<id>-<slug> <data>/worktrees/<id> <base commit>`,
   outside the repository's working tree; the base is the repository's HEAD commit unless a ref is
   named. Untracked files matching the `copy` globs (`.env`, `config/*.local.json`; relative to the
@@ -50,6 +51,7 @@ __all__ = ["Accepted", "Diff", "GitError", "GitUnavailable", "MergeRefused", "Pr
            "WorkspaceBusy", "WorkspaceError", "WorkspaceMissing", "Workspaces", "branch_name", "safe_id", "slugify"]
 
 MODES = ("worktree", "in-place")
+RECORDED_MODES = (*MODES, "host")  # "host": a workspace an agent host keeps (board.host_workspaces records it)
 SLUG_MAX = 40
 ID_MAX = 40
 DEFAULT_SETUP_TIMEOUT_S = 600.0
@@ -100,7 +102,7 @@ class Workspace:
         except (KeyError, TypeError) as exc:
             raise WorkspaceError(f"not a workspace record (no {exc}): pass what Workspace.to_json() gave") from None
         texts = [found.task_id, found.mode, found.path, found.base, found.base_commit]
-        if not all(isinstance(value, str) for value in texts) or found.mode not in MODES or not all(
+        if not all(isinstance(value, str) for value in texts) or found.mode not in RECORDED_MODES or not all(
                 value is None or isinstance(value, str) for value in (found.branch, found.base_branch)):
             raise WorkspaceError("not a workspace record (a field has the wrong type): pass what to_json() gave")
         return found

@@ -29,8 +29,8 @@ READY = "agent host on "
 class Host:
     """One `mcp-agent-kit agent-host` process serving the echo agent on 127.0.0.1:port."""
 
-    def __init__(self, config: Path, port: int) -> None:
-        self.config, self.port = config, port
+    def __init__(self, config: Path, port: int, *args: str) -> None:
+        self.config, self.port, self.args = config, port, args  # args: more of agent-host's (--workspaces DIR)
         self.proc: subprocess.Popen[str] | None = None
 
     @property
@@ -39,7 +39,8 @@ class Host:
 
     def start(self) -> Host:
         proc = self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_agent_kit", "agent-host", str(self.config), "--http", f"127.0.0.1:{self.port}"],
+            [sys.executable, "-m", "mcp_agent_kit", "agent-host", str(self.config), "--http", f"127.0.0.1:{self.port}",
+             *self.args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         said = []
@@ -58,11 +59,17 @@ class Host:
             self.proc.wait(10)
 
 
-@pytest.fixture
-def hosts(tmp_path: Path) -> Iterator[tuple[Host, Host]]:
+def host_config(tmp_path: Path) -> Path:
+    """An agent host's config serving the echo agent as `echo` (its sessions under tmp_path)."""
     config = tmp_path / "host.json"
     config.write_text(json.dumps({"agents": {"echo": {"acp": {
         "command": sys.executable, "args": [str(ECHO_AGENT)], "env": {"ACP_ECHO_AGENT_DIR": str(tmp_path / "s")}}}}}))
+    return config
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[tuple[Host, Host]]:
+    config = host_config(tmp_path)
     pair = (Host(config, free_port()), Host(config, free_port()))
     try:
         for host in pair:
