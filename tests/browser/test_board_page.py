@@ -239,6 +239,8 @@ def test_sign_in_with_the_token_then_the_page_works(page: Page, board: Board) ->
         page.click("#new-task-submit")
         task_id = page.wait_for("document.querySelector('[data-testid=task-card][data-state=held]')?.dataset.taskId")
         assert board.get_task(task_id)["owner"] == "alice"
+        page.wait_for(f"document.getElementById('task-view').dataset.taskId === {json.dumps(task_id)} && "
+                      "document.getElementById('task-cancel').checkVisibility()")  # the page opened the new task
         page.click("#task-cancel")  # an action over the cookie's connection: it carries the CSRF token
         wait_state(page, "cancelled")
         assert page.errors() == []
