@@ -158,6 +158,11 @@ def _acp(key: str, value: Any) -> dict[str, Any]:
         out["sandbox"] = parse_sandbox(value, f"agent {key!r}: acp")
     except SandboxError as exc:
         raise ConfigError(str(exc)) from None
+    return _with_limits(key, value, out)
+
+
+def _with_limits(key: str, value: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """An acp entry's `idle` (seconds) and `max_concurrent`, local or remote alike, added to `out`."""
     out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
     if "max_concurrent" in value:
         out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
@@ -189,11 +194,7 @@ def _acp_remote(key: str, value: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
     out: dict[str, Any] = {"url": url, "headers": dict(headers), "token_env": token_env, "cwd": cwd,
                            "approve": approve, "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
-    out["idle"] = _number(value.get("idle", DEFAULT_IDLE), f"agent {key!r}: acp idle (seconds)", 1, 86400)
-    if "max_concurrent" in value:
-        out["max_concurrent"] = int(_number(value["max_concurrent"], f"agent {key!r}: max_concurrent", 1, 1000,
-                                            whole=True))
-    return out
+    return _with_limits(key, value, out)
 
 
 def remote_headers(spec: AgentSpec, environ: Mapping[str, str]) -> dict[str, str]:

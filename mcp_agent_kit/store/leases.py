@@ -35,6 +35,17 @@ LAPSED = "the replica running this task stopped (lease expired)"
 MAX_PERIOD_S = 1.0  # the longest between two rounds, whatever the lease
 
 
+
+def keep_logged(keep: Callable[[], object], name: str, what: str) -> None:
+    """One renewal round on a timer thread: a store or network failure is logged and retried next round, and
+    a bug in an owner's callback is logged too (the renewals must not end)."""
+    try:
+        keep()
+    except (StoreError, OSError) as exc:
+        log.warning("%s: keeping the %s failed (will retry): %s", name, what, exc)
+    except Exception:
+        log.exception("%s: keeping the %s", name, what)
+
 class LeaseKeeper:
     """The leases `replica` holds on records of `kind`, renewed in rounds; lapsed ones go to `on_lapsed`."""
 
@@ -79,14 +90,8 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         while not self._closed.wait(self.period):
-            if not self.due():
-                continue
-            try:
-                self.keep()
-            except (StoreError, OSError) as exc:
-                log.warning("%s: keeping the %s leases failed (will retry): %s", self.name, self.kind, exc)
-            except Exception:  # a bug in one owner's callback must not end the renewals
-                log.exception("%s: keeping the %s leases", self.name, self.kind)
+            if self.due():
+                keep_logged(self.keep, self.name, f"{self.kind} leases")
 
     def close(self) -> None:
         self._closed.set()
@@ -161,12 +166,7 @@ class SoleLease:
         while not self._closed.is_set():
             self._wake.wait(self.period)
             self._wake.clear()
-            try:
-                self.keep()
-            except (StoreError, OSError) as exc:
-                log.warning("%s: keeping the %s lease failed (will retry): %s", self.name, self.kind, exc)
-            except Exception:  # a bug in the owner's callback must not end the renewals
-                log.exception("%s: keeping the %s lease", self.name, self.kind)
+            keep_logged(self.keep, self.name, f"{self.kind} lease")
 
     def close(self) -> None:
         """Stop the rounds and release the lease when held (another replica may take it at once)."""
