@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import queue
 import re
 import signal
 import socket
@@ -108,6 +109,35 @@ def slow() -> str:
 '''
 
 
+def lines_of(stream: Any) -> queue.Queue[str]:
+    """The stream's lines, read on a daemon thread ("" at its end): a test waits for one with a bound."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def wait_line(lines: queue.Queue[str], wanted: str, why: object, seconds: float = 60.0) -> str:
+    """The first line containing `wanted` (a bounded wait: a server that never gets there fails the test, saying
+    what the request got instead of hanging)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no {wanted!r} within {seconds}s; stderr {seen}; request {why}") from None
+        if wanted in line:
+            return line
+        assert line, f"the server exited before {wanted!r}; stderr {seen}; request {why}"
+        seen.append(line)
+
+
 def finish_after_sigterm(proc: subprocess.Popen[str], port: int) -> None:
     """SIGTERM the server while its tool runs; once it stopped accepting (the SIGTERM took effect),
     let the tool finish."""
@@ -137,7 +167,8 @@ def test_sigterm_finishes_the_call_in_flight(tmp_path: Path) -> None:
     )
     try:
         assert proc.stderr is not None
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
+        lines = lines_of(proc.stderr)
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", wait_line(lines, "http://", "none yet"))
         assert match
         port = int(match.group(1))
         result: dict[str, Any] = {}
@@ -154,7 +185,7 @@ def test_sigterm_finishes_the_call_in_flight(tmp_path: Path) -> None:
 
         caller = threading.Thread(target=call_slow, daemon=True)
         caller.start()
-        assert "call started" in proc.stderr.readline()  # readiness: the tool is running
+        wait_line(lines, "call started", result)  # readiness: the tool is running
         finish_after_sigterm(proc, port)
         caller.join(20)
         assert result.get("status") == 200, result
@@ -168,19 +199,19 @@ def test_sigterm_finishes_the_call_in_flight(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_a2a_sigterm_finishes_the_task_in_flight(tmp_path: Path) -> None:
-    from tests.net import free_port, wait_listening
-
     (tmp_path / "slow_server.py").write_text(SLOW_SERVER)
     root = Path(__file__).resolve().parents[2]
-    port = free_port()
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # port 0, read back: a port picked beforehand could be taken meanwhile
         [sys.executable, "-m", "mcp_agent_kit", "a2a", f"{tmp_path / 'slow_server.py'}:server",
-         "--http", f"127.0.0.1:{port}"],
+         "--http", "127.0.0.1:0"],
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
     )
     try:
-        wait_listening(port, proc)
         assert proc.stderr is not None
+        lines = lines_of(proc.stderr)
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", wait_line(lines, "http://", "none yet"))
+        assert match
+        port = int(match.group(1))
         result: dict[str, Any] = {}
 
         def send_slow() -> None:
@@ -194,8 +225,7 @@ def test_a2a_sigterm_finishes_the_task_in_flight(tmp_path: Path) -> None:
 
         sender = threading.Thread(target=send_slow, daemon=True)
         sender.start()
-        while "call started" not in (line := proc.stderr.readline()):  # readiness: the tool is running
-            assert line, "the A2A server exited before the tool started"
+        wait_line(lines, "call started", result)  # readiness: the tool is running
         finish_after_sigterm(proc, port)
         sender.join(20)
         assert result.get("status") == 200, result
