@@ -150,6 +150,21 @@ def check_metadata(name: str, value: Any) -> dict[str, Any]:
     return copied
 
 
+RESUME_SESSION = "acp_session_id"  # a metadata key: the agent session a new task's first turn loads
+
+
+def resumed_session(metadata: Mapping[str, Any]) -> str | None:
+    """The agent session a new task continues (the seed's session-resumption flow: a follow-up task carries a
+    finished task's `sessionId` as `metadata.acp_session_id`); None when absent. Its first turn then does
+    `session/load` of it when the agent can load sessions (board.runner says so in the transcript otherwise)."""
+    value = metadata.get(RESUME_SESSION)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 256 or not value.isprintable():
+        raise TaskInvalid(f"metadata.{RESUME_SESSION} must be an agent session id (text, at most 256 characters)")
+    return value
+
+
 def check_labels(name: str, value: Any) -> list[str]:
     """A list of labels (each like an id: letters, digits, '.', '-', '_'), duplicates dropped, order kept."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):

@@ -148,6 +148,7 @@ class BoardTasks:
         given = None if task_id is None else tf.check_id("id", task_id)
         owner = None if owner is None else tf.check_owner("owner", owner)
         extra = {} if metadata is None else tf.check_metadata("metadata", metadata)
+        resumed = tf.resumed_session(extra)
         wanted = [] if labels is None else tf.check_labels("labels", labels)
         if given is not None and given in blockers:
             raise TaskInvalid(f"task {given} cannot be blocked by itself")
@@ -157,6 +158,8 @@ class BoardTasks:
             new_id = given or uuid.uuid4().hex[:10]
             task = tf.new_task(new_id, prompt, title, agent, priority, HELD if hold else QUEUED, blockers, base,
                                created, owner, extra, wanted)
+            if resumed is not None:
+                task["sessionId"] = resumed  # the first turn loads it (board.runner)
             if self.store.insert(self._record(task, order=self._order())):
                 self.store.notify(CHANNEL, new_id)
                 return task

@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcp_agent_kit.board.board import Board
 from mcp_agent_kit.board.config import parse_config
+from mcp_agent_kit.board.errors import TaskInvalid
 from mcp_agent_kit.board.tasks import RESTARTED
 from mcp_agent_kit.store.memory import MemoryStore
 from tests.board.boards import WAIT_S, Transcript, echo_config, running_board, settled, task_when
@@ -180,3 +183,24 @@ def test_every_session_gets_the_boards_and_its_agents_mcp_servers(tmp_path: Path
         board.close()
     servers = json.loads(done["result"].removeprefix("MCP servers: "))
     assert [s["name"] for s in servers] == ["board-wide", "own", "board"]  # the task's own tools last
+
+
+def test_a_new_task_carrying_a_finished_tasks_session_in_its_metadata_continues_it(tmp_path: Path,
+                                                                                   repo: Path) -> None:
+    """The seed's session resumption: read a finished task's session (task.get), create a follow-up task whose
+    metadata carries it as `acp_session_id`: its first turn loads that session (a new worktree, the same talk)."""
+    with running_board(tmp_path, repo) as board:
+        first = board.create_task("hello from the first task")
+        done = settled(board, first["id"], "review")
+        follow = board.create_task("what did I say before?", metadata={"acp_session_id": done["sessionId"]})
+        assert follow["sessionId"] == done["sessionId"] and follow["metadata"] == {"acp_session_id": done["sessionId"]}
+        after = settled(board, follow["id"], "review")
+        assert after["result"] == "Before, you said: hello from the first task"
+        assert after["sessionId"] == done["sessionId"] and after["workspace"] != done["workspace"]
+        unknown = board.create_task("what did I say before?", metadata={"acp_session_id": "no-such-session"})
+        fresh = settled(board, unknown["id"], "review")  # a session the agent cannot load: a new one, said why
+        assert fresh["sessionId"] != "no-such-session"
+        notes = [e for e in board.task_events(unknown["id"])["events"] if "no-such-session" in json.dumps(e)]
+        assert notes, "the transcript says the session could not be loaded"
+        with pytest.raises(TaskInvalid, match="acp_session_id"):
+            board.create_task("x", metadata={"acp_session_id": 7})
