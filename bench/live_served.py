@@ -37,10 +37,8 @@ class Served:
 
     def __init__(self, root: Path) -> None:
         from mcp_agent_kit.board.board import Board
-        from mcp_agent_kit.board.cli import make_board_http
+        from mcp_agent_kit.board.cli import make_board_http, mount_people
         from mcp_agent_kit.board.config import parse_config
-        from mcp_agent_kit.board.live_http import mount_live
-        from mcp_agent_kit.board.web_app import mount_web
 
         repo = root / "repo"
         repo.mkdir()
@@ -49,8 +47,7 @@ class Served:
         agent = {"acp": {"command": sys.executable, "args": [str(ECHO_AGENT)]}}
         self.board = Board(parse_config({"agents": {"echo": agent}}), repo, data_dir=root / "data")
         self.http, self.tools = make_board_http(self.board, "127.0.0.1", 0)
-        web = mount_web(self.http, self.board.store)
-        self.live = mount_live(self.board, self.http, cookie=web.signed)
+        self.live = mount_people(self.board, self.http, self.board.store)
         self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
         self.port = self.http.server_address[1]

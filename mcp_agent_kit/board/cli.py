@@ -167,6 +167,19 @@ def make_board_http(board: Any, host: str, port: int, **options: Any) -> tuple[A
     return make_server(server.dispatcher, host, port, path=PATH, **options), tools
 
 
+def mount_people(board: Any, http: Any, store: Any, oauth: Any = None) -> Any:
+    """The faces people use, on the board's MCP server `http`: the web board (/, /login, /logout, /static/...,
+    /api/session; its session keys in `store`) and the live API (/ws, /events), whose WebSocket the page's
+    session cookie signs in to. `oauth`: the server's OAuth settings (the page signs in with the issuer as
+    --oauth-client-id, if given). Returns the live app (board.live_http.LiveHttp), to close first."""
+    from mcp_agent_kit.board.live_http import mount_live
+    from mcp_agent_kit.board.web_app import mount_web
+
+    web = mount_web(http, store, client_id=getattr(oauth, "client_id", None),
+                    client_secret=getattr(oauth, "client_secret", None))
+    return mount_live(board, http, cookie=web.signed)
+
+
 class Serving:
     """The MCP endpoint and the A2A face as one Servable for httpd.lifecycle: closing ends the long-polls
     and the A2A streams first, so no request worker keeps the drain waiting."""
@@ -304,14 +317,7 @@ def serve(board: Any, host: str, port: int, options: dict[str, Any], a2a: int | 
     def build() -> Serving:
         http, tools = make_board_http(board, host, port, **options)
         try:
-            from mcp_agent_kit.board.live_http import mount_live
-            from mcp_agent_kit.board.web_app import mount_web
-
-            oauth = options.get("oauth")  # the page signs in with the issuer as --oauth-client-id, if given
-            web = mount_web(http, board.store,  # the web board: /, /login, /logout, /static/..., /api/session
-                            client_id=getattr(oauth, "client_id", None),
-                            client_secret=getattr(oauth, "client_secret", None))
-            live = mount_live(board, http, cookie=web.signed)
+            live = mount_people(board, http, board.store, options.get("oauth"))
             face = a2a_face(board, http, host, a2a, options)
         except BaseException:
             tools.close()

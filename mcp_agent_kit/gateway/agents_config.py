@@ -146,19 +146,23 @@ def _acp(key: str, value: Any) -> dict[str, Any]:
     env = value.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise ConfigError(f"agent {key!r}: acp env must be an object of strings")
+    out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), **_common(key, value)}
+    try:
+        out["sandbox"] = parse_sandbox(value, f"agent {key!r}: acp")
+    except SandboxError as exc:
+        raise ConfigError(str(exc)) from None
+    return _with_limits(key, value, out)
+
+
+def _common(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """What a spawned and a remote acp entry share: `cwd`, `approve` and `mcpServers`."""
     cwd = value.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
         raise ConfigError(f"agent {key!r}: acp cwd must be an absolute path")
     approve = value.get("approve", "ask")
     if approve not in APPROVE:
         raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
-    out: dict[str, Any] = {"command": command, "args": tuple(args), "env": dict(env), "cwd": cwd, "approve": approve,
-                           "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
-    try:
-        out["sandbox"] = parse_sandbox(value, f"agent {key!r}: acp")
-    except SandboxError as exc:
-        raise ConfigError(str(exc)) from None
-    return _with_limits(key, value, out)
+    return {"cwd": cwd, "approve": approve, "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
 
 
 def _with_limits(key: str, value: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
@@ -186,14 +190,7 @@ def _acp_remote(key: str, value: dict[str, Any]) -> dict[str, Any]:
     token_env = value.get("tokenEnv", "")
     if not isinstance(token_env, str) or (token_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env)):
         raise ConfigError(f"agent {key!r}: acp tokenEnv must name an environment variable")
-    cwd = value.get("cwd")
-    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
-        raise ConfigError(f"agent {key!r}: acp cwd must be an absolute path")
-    approve = value.get("approve", "ask")
-    if approve not in APPROVE:
-        raise ConfigError(f"agent {key!r}: acp approve must be one of {list(APPROVE)}")
-    out: dict[str, Any] = {"url": url, "headers": dict(headers), "token_env": token_env, "cwd": cwd,
-                           "approve": approve, "mcp_servers": _mcp_servers(key, value.get("mcpServers", {}))}
+    out: dict[str, Any] = {"url": url, "headers": dict(headers), "token_env": token_env, **_common(key, value)}
     return _with_limits(key, value, out)
 
 

@@ -84,16 +84,13 @@ class LiveServed:
     /static) and the live API (/ws, /events) on one loopback port of the OS's choosing."""
 
     def __init__(self, board: Any, **options: Any) -> None:
-        from mcp_agent_kit.board.cli import make_board_http
-        from mcp_agent_kit.board.live_http import mount_live
-        from mcp_agent_kit.board.web_app import mount_web
+        from mcp_agent_kit.board.cli import make_board_http, mount_people
         from mcp_agent_kit.store.memory import MemoryStore
 
         self.board = board
         self._own_store = None if hasattr(board, "store") else MemoryStore()  # the FakeBoard has none
         self.http, self.tools = make_board_http(board, "127.0.0.1", 0, **options)
-        self.web = mount_web(self.http, self._own_store or board.store)  # the page's signing key lives there
-        self.live = mount_live(board, self.http, cookie=self.web.signed)
+        self.live = mount_people(board, self.http, self._own_store or board.store)  # the page's keys live there
         self.thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
         self.port = int(self.http.server_address[1])
